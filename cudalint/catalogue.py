@@ -1,0 +1,286 @@
+"""Load `rules/catalogue/*.toml`: what each library call does, as data.
+
+The analyzer and the tracer both read the catalogue through `load_catalogue`; the schema is
+documented in `rules/catalogue/README.md`.
+"""
+from __future__ import annotations
+
+import fnmatch
+import sys
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+from cudalint.resources import catalogue_dir
+
+INIT_LEVELS = ("driver", "context", "none", "lazy")
+KINDS = ("call", "method", "import", "probe")
+EFFECT_FIELDS = {
+    "exits": bool,
+    "env_write": dict,
+    "env_mapping": bool,
+    "forks": bool,
+    "starts_process": str,
+    "starts_thread": bool,
+    "lock": bool,
+    "llama_context": bool,
+    "touches_context": bool,
+    "nvml_index_source": bool,
+    "cuda_ordinal_sink": str,
+    "sets_start_method": bool,
+    "returns": str,
+}
+API_FIELDS = {"name", "kind", "init", "note", "evidence", "match", "unless", "library"} | set(EFFECT_FIELDS)
+ENV_FIELDS = {"name", "frozen_by", "rule", "note", "evidence", "library"}
+
+
+class CatalogueError(ValueError):
+    """A catalogue file that cannot be used; the message names the file and the entry."""
+
+
+@dataclass(frozen=True)
+class Api:
+    name: str
+    kind: str = "call"
+    library: str = ""
+    init: str | None = None
+    note: str = ""
+    evidence: str = ""
+    # ((("0", "device"), "cuda*"), ...): argument slots and the glob their literal must match
+    match: tuple[tuple[tuple[str, ...], str], ...] = ()
+    unless: tuple[tuple[tuple[str, ...], str], ...] = ()
+    effects: tuple[tuple[str, Any], ...] = ()
+    source: str = ""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        for k, v in self.effects:
+            if k == key:
+                return v
+        return default
+
+    @property
+    def initializes(self) -> bool:
+        return self.init in ("driver", "context")
+
+    @property
+    def is_glob(self) -> bool:
+        return any(ch in self.name for ch in "*?[")
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    name: str
+    frozen_by: str
+    rule: str = "CUD001"
+    library: str = ""
+    note: str = ""
+    evidence: str = ""
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Library:
+    name: str
+    import_roots: tuple[str, ...]
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    libraries: tuple[Library, ...]
+    apis: tuple[Api, ...]
+    env: tuple[EnvVar, ...]
+    by_name: Mapping[str, tuple[Api, ...]] = field(default_factory=dict, compare=False)
+    globs: tuple[Api, ...] = field(default=(), compare=False)
+    methods: Mapping[str, tuple[Api, ...]] = field(default_factory=dict, compare=False)
+    imports: Mapping[str, tuple[Api, ...]] = field(default_factory=dict, compare=False)
+    env_by_name: Mapping[str, EnvVar] = field(default_factory=dict, compare=False)
+
+    def calls_named(self, qualname: str) -> tuple[Api, ...]:
+        """Entries (kind call) for a resolved qualified name, exact entries first, then globs."""
+        exact = self.by_name.get(qualname, ())
+        if not self.globs:
+            return exact
+        return exact + tuple(a for a in self.globs if fnmatch.fnmatchcase(qualname, a.name))
+
+    def library_of(self, qualname: str) -> str | None:
+        root = qualname.split(".", 1)[0]
+        for lib in self.libraries:
+            if root in lib.import_roots:
+                return lib.name
+        return None
+
+    def trigger_words(self) -> frozenset[str]:
+        """Identifiers whose absence from a file proves the file has no catalogue effect."""
+        words: set[str] = set()
+        for api in self.apis:
+            if api.kind == "probe":
+                continue
+            last = api.name.rsplit(".", 1)[-1].lstrip(".")
+            if api.kind == "import":
+                last = api.name.split(".")[-1]
+            if not any(ch in last for ch in "*?["):
+                words.add(last)
+            else:
+                # a glob's last component says nothing; its argument patterns do
+                for slots, _ in api.match:
+                    words.update(s for s in slots if not s.isdigit())
+        words.update(e.name for e in self.env)
+        return frozenset(w for w in words if w)
+
+
+def _slots(key: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in key.split("|") if part.strip())
+
+
+def _conditions(value: Any, where: str) -> tuple[tuple[tuple[str, ...], str], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        raise CatalogueError(f"{where}: expected a table of argument patterns, got {type(value).__name__}")
+    out = []
+    for key, pattern in value.items():
+        if not isinstance(pattern, str):
+            raise CatalogueError(f"{where}: pattern for {key!r} must be a string")
+        out.append((_slots(key), pattern))
+    return tuple(out)
+
+
+def _api(raw: Mapping[str, Any], library: str, source: str, index: int) -> Api:
+    where = f"{source}: [[api]] #{index + 1}"
+    unknown = set(raw) - API_FIELDS
+    if unknown:
+        raise CatalogueError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise CatalogueError(f"{where}: `name` is required and must be a string")
+    where = f"{source}: [[api]] {name}"
+    kind = raw.get("kind", "method" if name.startswith(".") else "call")
+    if kind not in KINDS:
+        raise CatalogueError(f"{where}: kind must be one of {', '.join(KINDS)}, not {kind!r}")
+    init = raw.get("init")
+    if init is not None and init not in INIT_LEVELS:
+        raise CatalogueError(f"{where}: init must be one of {', '.join(INIT_LEVELS)}, not {init!r}")
+    effects = []
+    for key, typ in EFFECT_FIELDS.items():
+        if key in raw:
+            if not isinstance(raw[key], typ):
+                raise CatalogueError(f"{where}: `{key}` must be {typ.__name__}")
+            value = raw[key]
+            if isinstance(value, dict):
+                value = tuple(sorted(value.items()))
+            effects.append((key, value))
+    return Api(
+        name=name.lstrip(".") if kind == "method" else name,
+        kind=kind,
+        library=str(raw.get("library", library)),
+        init=init,
+        note=str(raw.get("note", "")),
+        evidence=str(raw.get("evidence", "")),
+        match=_conditions(raw.get("match"), where),
+        unless=_conditions(raw.get("unless"), where),
+        effects=tuple(effects),
+        source=source,
+    )
+
+
+def _env(raw: Mapping[str, Any], library: str, source: str) -> EnvVar:
+    unknown = set(raw) - ENV_FIELDS
+    name = raw.get("name")
+    where = f"{source}: [[env]] {name}"
+    if unknown:
+        raise CatalogueError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+    if not isinstance(name, str) or not isinstance(raw.get("frozen_by"), str):
+        raise CatalogueError(f"{where}: `name` and `frozen_by` are required strings")
+    frozen_by = raw["frozen_by"]
+    if not (frozen_by.startswith("init:") or frozen_by.startswith("import:")):
+        raise CatalogueError(f"{where}: frozen_by must be init:<library|driver> or import:<module>")
+    return EnvVar(
+        name=name,
+        frozen_by=frozen_by,
+        rule=str(raw.get("rule", "CUD001")),
+        library=str(raw.get("library", library)),
+        note=str(raw.get("note", "")),
+        evidence=str(raw.get("evidence", "")),
+        source=source,
+    )
+
+
+def parse_catalogue_text(text: str, source: str) -> tuple[Library, list[Api], list[EnvVar]]:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogueError(f"{source}: not valid TOML: {exc}") from None
+    unknown = set(data) - {"library", "api", "env"}
+    if unknown:
+        raise CatalogueError(f"{source}: unknown table(s) {', '.join(sorted(unknown))}")
+    lib_raw = data.get("library", {})
+    name = str(lib_raw.get("name", Path(source).stem))
+    roots = lib_raw.get("import_roots", [name])
+    library = Library(name=name, import_roots=tuple(roots), source=source)
+    apis = [_api(raw, name, source, i) for i, raw in enumerate(data.get("api", []))]
+    env = [_env(raw, name, source) for raw in data.get("env", [])]
+    return library, apis, env
+
+
+def build(parts: Iterable[tuple[Library, list[Api], list[EnvVar]]]) -> Catalogue:
+    libraries: list[Library] = []
+    apis: list[Api] = []
+    env: list[EnvVar] = []
+    for lib, lib_apis, lib_env in parts:
+        libraries.append(lib)
+        apis.extend(lib_apis)
+        env.extend(lib_env)
+    by_name: dict[str, list[Api]] = {}
+    methods: dict[str, list[Api]] = {}
+    imports: dict[str, list[Api]] = {}
+    globs: list[Api] = []
+    for api in apis:
+        if api.kind == "method":
+            methods.setdefault(api.name, []).append(api)
+        elif api.kind == "import":
+            imports.setdefault(api.name, []).append(api)
+        elif api.kind == "call":
+            if api.is_glob:
+                globs.append(api)
+            else:
+                by_name.setdefault(api.name, []).append(api)
+    return Catalogue(
+        libraries=tuple(libraries),
+        apis=tuple(apis),
+        env=tuple(env),
+        by_name={k: tuple(v) for k, v in by_name.items()},
+        globs=tuple(globs),
+        methods={k: tuple(v) for k, v in methods.items()},
+        imports={k: tuple(v) for k, v in imports.items()},
+        env_by_name={e.name: e for e in env},
+    )
+
+
+def catalogue_files(extra: Iterable[str | Path] = ()) -> list[Path]:
+    files = sorted(catalogue_dir().glob("*.toml"))
+    files.extend(Path(p) for p in extra)
+    return files
+
+
+def load_catalogue(extra: Iterable[str | Path] = ()) -> Catalogue:
+    """The bundled catalogue plus the user's files (`extend-catalogue`), in that order."""
+    return _load(tuple(str(p) for p in extra))
+
+
+@lru_cache(maxsize=8)
+def _load(extra: tuple[str, ...]) -> Catalogue:
+    parts = []
+    for path in catalogue_files(extra):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise CatalogueError(f"{path}: cannot read catalogue: {exc.strerror or exc}") from None
+        parts.append(parse_catalogue_text(text, str(path)))
+    return build(parts)
