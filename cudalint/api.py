@@ -1,0 +1,101 @@
+"""The pipeline, one way: discover files, parse, summarize, check, filter. No I/O but reading."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Iterable, Optional, Sequence, Union
+
+from cudalint import source
+from cudalint.catalogue import Catalogue, load_catalogue
+from cudalint.checks import build_checks, init_keys
+from cudalint.config import Config
+from cudalint.discover import discover
+from cudalint.findings import Finding
+from cudalint.flow import Analyzer
+from cudalint.ir import ModuleIR
+from cudalint.project import Project, module_name
+from cudalint.summarize import summarize
+
+
+@dataclass(frozen=True)
+class LintResult:
+    findings: tuple[Finding, ...]
+    files: int
+
+
+def load_module(path: str, catalogue: Catalogue, text: Optional[str] = None) -> Union[ModuleIR, Finding]:
+    """Read (unless `text` is given), parse and summarize one file; a CUD900 finding if that fails."""
+    if text is None:
+        src = source.read(path)
+        if isinstance(src, Finding):
+            return src
+    else:
+        src = source.Source(path=path, text=text)
+    tree = source.parse(src)
+    if isinstance(tree, Finding):
+        return tree
+    modname, is_package = module_name(os.path.abspath(path))
+    try:
+        return summarize(tree, src.text, path, modname, catalogue, is_package=is_package)
+    except RecursionError:
+        return source.problem(path, "cannot analyze: nested too deeply")
+
+
+def suppressed(finding: Finding, mod: Optional[ModuleIR]) -> bool:
+    if mod is None or not mod.noqa:
+        return False
+    for line, codes in mod.noqa:
+        if line == finding.line and (not codes or any(finding.code.startswith(c) for c in codes)):
+            return True
+    return False
+
+
+def lint_paths(paths: Sequence[str], config: Optional[Config] = None) -> LintResult:
+    config = config or Config()
+    catalogue = load_catalogue(config.extend_catalogue)
+    found = discover(paths, exclude=config.exclude + config.extend_exclude, respect_gitignore=config.respect_gitignore)
+    return lint_files(found.files, config, catalogue, extra=found.problems)
+
+
+def lint_files(
+    files: Iterable[str],
+    config: Config,
+    catalogue: Catalogue,
+    extra: Iterable[Finding] = (),
+) -> LintResult:
+    modules: list[ModuleIR] = []
+    findings: list[Finding] = list(extra)
+    count = 0
+    for path in files:
+        count += 1
+        if path.endswith(".ipynb"):
+            continue  # notebooks: see cudalint.notebook (not yet supported)
+        result = load_module(path, catalogue)
+        if isinstance(result, Finding):
+            findings.append(result)
+        else:
+            modules.append(result)
+    project = Project(modules)
+    analyzer = Analyzer(project, build_checks(catalogue, config.enabled), init_keys)
+    findings.extend(analyzer.run())
+    by_path = {m.path: m for m in modules}
+    kept = [
+        f
+        for f in findings
+        if config.enabled(f.code) and not suppressed(f, by_path.get(f.path)) and not _per_file_ignored(f, config)
+    ]
+    kept.sort(key=Finding.sort_key)
+    return LintResult(findings=tuple(kept), files=count)
+
+
+def _per_file_ignored(finding: Finding, config: Config) -> bool:
+    if not config.per_file_ignores:
+        return False
+    import fnmatch
+
+    path = finding.path.replace(os.sep, "/")
+    for pattern, codes in config.per_file_ignores:
+        if fnmatch.fnmatch(path, pattern) or fnmatch.fnmatch(os.path.basename(path), pattern):
+            if any(finding.code.startswith(c) for c in codes):
+                return True
+    return False

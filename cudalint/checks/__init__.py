@@ -1,0 +1,29 @@
+"""The checks: each judges one kind of IR event given the facts that hold before it.
+
+`build_checks` returns {event kind: [check, ...]} for the rules that are enabled; the flow engine
+(cudalint.flow) calls them wherever such an event happens, in its own function's state and again in
+every caller's state.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from cudalint.catalogue import Catalogue
+from cudalint.checks import env
+from cudalint.flow import Check
+
+
+def build_checks(catalogue: Catalogue, enabled: Callable[[str], bool]) -> dict[str, list[Check]]:
+    checks: dict[str, list[Check]] = {}
+    for kind, check in env.checks(catalogue, enabled):
+        checks.setdefault(kind, []).append(check)
+    return checks
+
+
+def init_keys(event) -> list[str]:
+    """The facts an initializing call establishes: the driver, and the library's own init."""
+    _api, library, level, *_ = event.data
+    keys = ["init:driver", f"init:{library}:driver"]
+    if level == "context":
+        keys.append(f"init:{library}")
+    return keys

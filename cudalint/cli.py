@@ -1,0 +1,69 @@
+"""The `cudalint` command."""
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+import click
+
+from cudalint import __version__
+
+
+def _codes(values: tuple[str, ...]) -> tuple[str, ...]:
+    out: list[str] = []
+    for value in values:
+        out.extend(c.strip().upper() for c in value.split(",") if c.strip())
+    return tuple(out)
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--select", multiple=True, help="Rule codes or prefixes to enable (comma-separated).")
+@click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable (comma-separated).")
+@click.option("--exclude", multiple=True, help="Glob patterns of files and directories to skip.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--explain", metavar="CODE", help="Print the documentation of a rule and exit.")
+@click.option("--no-gitignore", is_flag=True, help="Also lint files that .gitignore ignores.")
+@click.version_option(__version__, prog_name="cudalint")
+def cli(paths, select, ignore, exclude, fmt, explain, no_gitignore) -> None:
+    """Find GPU bugs that raise no error. Lints PATHS (default: the current directory)."""
+    from cudalint.registry import RULES, doc, doc_path
+
+    if explain:
+        code = explain.upper()
+        if code not in RULES or not doc_path(code).is_file():
+            raise click.UsageError(f"unknown rule code {explain!r}; known: {', '.join(sorted(RULES))}")
+        click.echo(doc(code), nl=False)
+        return
+    from cudalint import report
+    from cudalint.api import lint_paths
+    from cudalint.config import Config
+
+    config = Config(
+        select=_codes(select),
+        ignore=_codes(ignore),
+        exclude=tuple(exclude),
+        respect_gitignore=not no_gitignore,
+    )
+    result = lint_paths(list(paths) or ["."], config)
+    out = click.get_text_stream("stdout")
+    if fmt == "json":
+        report.as_json(result.findings, out)
+    else:
+        report.text(result.findings, out, result.files)
+    sys.exit(1 if result.findings else 0)
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--trace"] or (argv and argv[0].startswith("--trace")):
+        from cudalint.trace import run_from_cli  # type: ignore[attr-defined]
+
+        sys.exit(run_from_cli(argv))
+    try:
+        cli.main(args=argv, prog_name="cudalint", standalone_mode=True)
+    except SystemExit:
+        raise
+    except Exception as exc:  # the tool itself failed: say so, exit 2, never a traceback wall
+        click.echo(f"cudalint: internal error: {type(exc).__name__}: {exc}", err=True)
+        sys.exit(2)

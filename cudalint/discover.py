@@ -1,0 +1,151 @@
+"""Which files a run looks at: the paths given, recursing into directories.
+
+Like ruff: files named on the command line are always linted; inside directories, what `.gitignore`
+ignores, the usual virtualenv/build folders and `--exclude` patterns are skipped.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Optional
+
+import pathspec
+
+from cudalint.findings import Finding
+from cudalint.source import problem
+
+SKIP_DIRS = frozenset(
+    {
+        ".git", ".hg", ".svn", ".venv", "venv", ".env", "env", "__pycache__", ".tox", ".nox",
+        ".mypy_cache", ".pytest_cache", ".ruff_cache", ".cudalint_cache", "build", "dist",
+        "node_modules", "site-packages", ".eggs", ".ipynb_checkpoints", "__pypackages__",
+    }
+)
+SUFFIXES = (".py", ".pyi", ".ipynb")
+
+
+@dataclass(frozen=True)
+class Discovered:
+    files: tuple[str, ...]
+    problems: tuple[Finding, ...]
+
+
+def _is_venv(path: Path) -> bool:
+    return (path / "pyvenv.cfg").is_file()
+
+
+def _gitignore(directory: Path) -> Optional[pathspec.GitIgnoreSpec]:
+    gi = directory / ".gitignore"
+    try:
+        lines = gi.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+def _ancestors_gitignores(start: Path) -> list[tuple[Path, pathspec.GitIgnoreSpec]]:
+    """The .gitignore files of the directories above `start`, up to the repository root."""
+    out = []
+    cur = start.resolve()
+    while True:
+        spec = _gitignore(cur)
+        if spec is not None:
+            out.append((cur, spec))
+        if (cur / ".git").exists() or cur.parent == cur:
+            break
+        cur = cur.parent
+    return out
+
+
+def _ignored(path: Path, is_dir: bool, specs: list[tuple[Path, pathspec.GitIgnoreSpec]]) -> bool:
+    resolved = path.resolve() if path.is_symlink() else path.absolute()
+    for base, spec in specs:
+        try:
+            rel = os.path.relpath(resolved, base)
+        except ValueError:
+            continue
+        if rel.startswith(".."):
+            continue
+        rel = rel.replace(os.sep, "/")
+        if spec.match_file(rel + ("/" if is_dir else "")):
+            return True
+    return False
+
+
+def _excluded(path: str, patterns: Iterable[str]) -> bool:
+    patterns = list(patterns)
+    if not patterns:
+        return False
+    spec = pathspec.GitIgnoreSpec.from_lines(patterns)
+    norm = path.replace(os.sep, "/").lstrip("./") if not path.startswith("..") else path.replace(os.sep, "/")
+    parts = norm.split("/")
+    return any(spec.match_file("/".join(parts[i:])) for i in range(len(parts)))
+
+
+def discover(paths: Iterable[str], exclude: Iterable[str] = (), respect_gitignore: bool = True) -> Discovered:
+    files: list[str] = []
+    problems: list[Finding] = []
+    exclude = tuple(exclude)
+    seen: set[str] = set()
+    for given in paths:
+        p = Path(given)
+        if not p.exists() and not p.is_symlink():
+            problems.append(problem(given, "no such file or directory"))
+            continue
+        if p.is_file() or (p.is_symlink() and not p.exists()):
+            key = os.path.realpath(given)
+            if key not in seen:
+                seen.add(key)
+                files.append(given)
+            continue
+        specs = _ancestors_gitignores(p) if respect_gitignore else []
+        _walk(p, given, specs, exclude, respect_gitignore, files, problems, seen, set())
+    return Discovered(files=tuple(files), problems=tuple(problems))
+
+
+def _walk(directory: Path, shown: str, specs, exclude, respect_gitignore, files, problems, seen, visiting) -> None:
+    real = os.path.realpath(directory)
+    if real in visiting:
+        problems.append(problem(shown, "skipped: symlink loop"))
+        return
+    visiting = visiting | {real}
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except PermissionError:
+        problems.append(problem(shown, "cannot read directory: permission denied"))
+        return
+    except OSError as exc:
+        problems.append(problem(shown, f"cannot read directory: {exc.strerror or exc}"))
+        return
+    if respect_gitignore:
+        local = _gitignore(directory)
+        if local is not None and not any(base == directory.resolve() for base, _ in specs):
+            specs = specs + [(directory.resolve(), local)]
+    for entry in entries:
+        path = Path(entry.path)
+        shown_child = os.path.normpath(os.path.join(shown, entry.name))
+        try:
+            is_dir = entry.is_dir()
+        except OSError:
+            is_dir = False
+        if is_dir:
+            if entry.name in SKIP_DIRS or entry.name.endswith(".egg-info") or _is_venv(path):
+                continue
+            if respect_gitignore and _ignored(path, True, specs):
+                continue
+            if _excluded(shown_child, exclude):
+                continue
+            _walk(path, shown_child, specs, exclude, respect_gitignore, files, problems, seen, visiting)
+            continue
+        if not entry.name.endswith(SUFFIXES):
+            continue
+        if respect_gitignore and _ignored(path, False, specs):
+            continue
+        if _excluded(shown_child, exclude):
+            continue
+        key = os.path.realpath(entry.path)
+        if key in seen:
+            continue
+        seen.add(key)
+        files.append(shown_child)

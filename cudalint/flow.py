@@ -1,0 +1,283 @@
+"""Path-sensitive flow over the IR, with per-function summaries applied at call sites.
+
+The state is a set of facts that, once true, stay true ("CUDA's driver is initialized", "cupy was
+imported"), each with the first witness that made it true. Such gen-only facts compose: the facts
+at an event inside a function are the caller's facts at the call plus the function's own facts
+before the event. So each function is walked once, from an empty state, and its summary says
+(1) which facts may hold when it returns and (2) the events inside it that a check may want to
+judge again in a caller's state ("exposed" events).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Optional
+
+from cudalint.findings import Finding, Step
+from cudalint.ir import Block, Branch, Event, Loop, MainGuard, ModuleIR, Try
+from cudalint.project import Project
+
+
+@dataclass(frozen=True)
+class Fact:
+    """Why a fact holds: the witness steps, innermost cause first; `cause` names it for messages."""
+
+    steps: tuple[Step, ...]
+    cause: tuple[str, str, int]  # (code text, path, line) of what made it true, for messages
+
+    def describe(self, here: str) -> str:
+        text, path, line = self.cause
+        return f"{text} (line {line})" if path == here else f"{text} ({path}:{line})"
+
+
+State = dict  # fact key -> Fact; treated as immutable (copied on write)
+
+
+def join(states: Iterable[Optional[State]]) -> Optional[State]:
+    out: Optional[State] = None
+    for st in states:
+        if st is None:
+            continue
+        if out is None:
+            out = dict(st)
+        else:
+            for k, v in st.items():
+                out.setdefault(k, v)
+    return out
+
+
+def gen(state: State, keys: Iterable[str], fact: Fact) -> State:
+    new = None
+    for k in keys:
+        if k not in state:
+            if new is None:
+                new = dict(state)
+            new[k] = fact
+    return state if new is None else new
+
+
+@dataclass(frozen=True)
+class Exposed:
+    """An event inside a function, with the steps that lead to it from the function's entry."""
+
+    event: Event
+    path: str
+    chain: tuple[Step, ...]  # call steps from the function's entry to the event, outermost first
+    local: State  # facts the function itself established before the event
+
+
+@dataclass(frozen=True)
+class Summary:
+    out: Optional[State]  # facts when it returns; None if it never returns normally
+    exposed: tuple[Exposed, ...]
+
+
+EMPTY = Summary(out={}, exposed=())
+
+# A check judges an event given the facts that hold before it:
+# check(analyzer, exposed_event, lookup, prefix_steps) -> Finding | None
+Check = Callable[["Analyzer", Exposed, Callable[[str], Optional[Fact]], tuple[Step, ...]], Optional[Finding]]
+
+
+@dataclass
+class _Walk:
+    mod: ModuleIR
+    include_main: bool
+    exposed: list[Exposed] = field(default_factory=list)
+    returns: list[State] = field(default_factory=list)
+    loops: list[tuple[list[State], list[State]]] = field(default_factory=list)  # (breaks, continues)
+    tries: list[list[State]] = field(default_factory=list)
+
+
+class Analyzer:
+    def __init__(self, project: Project, checks: dict[str, list[Check]], init_keys: Callable[[Event], list[str]]):
+        self.project = project
+        self.checks = checks
+        self.init_keys = init_keys
+        self.summaries: dict[tuple[str, str], Summary] = {}
+        self.in_progress: set[tuple[str, str]] = set()
+        self.findings: dict[tuple, Finding] = {}
+
+    # ---------- entry points -----------------------------------------------------------------
+    def run(self) -> list[Finding]:
+        for mod in sorted(self.project.modules, key=lambda m: m.path):
+            self.walk_root(mod, mod.top, include_main=True)
+            for qualname in mod.functions:
+                self.function_summary(mod, qualname)
+        return list(self.findings.values())
+
+    def walk_root(self, mod: ModuleIR, block: Block, include_main: bool) -> Summary:
+        w = _Walk(mod=mod, include_main=include_main)
+        end = self.block(block, {}, w)
+        return Summary(out=join([end] + w.returns), exposed=tuple(w.exposed))
+
+    def module_summary(self, mod: ModuleIR) -> Summary:
+        key = (mod.path, "")
+        if key in self.summaries:
+            return self.summaries[key]
+        if key in self.in_progress:
+            return EMPTY  # circular import: the partial module is what Python sees too
+        self.in_progress.add(key)
+        summary = self.walk_root(mod, mod.top, include_main=False)
+        self.in_progress.discard(key)
+        self.summaries[key] = summary
+        return summary
+
+    def function_summary(self, mod: ModuleIR, qualname: str) -> Summary:
+        key = (mod.path, qualname)
+        if key in self.summaries:
+            return self.summaries[key]
+        if key in self.in_progress:
+            return EMPTY  # recursion: the first activation's effects are what matter
+        fn = mod.functions.get(qualname)
+        if fn is None:
+            return EMPTY
+        self.in_progress.add(key)
+        summary = self.walk_root(mod, fn.body, include_main=False)
+        self.in_progress.discard(key)
+        self.summaries[key] = summary
+        return summary
+
+    # ---------- findings --------------------------------------------------------------------
+    def report(self, finding: Finding) -> None:
+        key = (finding.code, finding.path, finding.line, finding.column)
+        self.findings.setdefault(key, finding)
+
+    def judge(self, exposed: Exposed, state: State, prefix: tuple[Step, ...]) -> None:
+        for check in self.checks.get(exposed.event.kind, ()):
+
+            def lookup(key: str, _state=state, _local=exposed.local) -> Optional[Fact]:
+                return _state.get(key) or _local.get(key)
+
+            finding = check(self, exposed, lookup, prefix)
+            if finding is not None:
+                self.report(finding)
+
+    # ---------- walking -----------------------------------------------------------------------
+    def block(self, block: Block, state: Optional[State], w: _Walk) -> Optional[State]:
+        for node in block:
+            if state is None:
+                return None
+            state = self.node(node, state, w)
+        return state
+
+    def node(self, node, state: State, w: _Walk) -> Optional[State]:
+        if isinstance(node, Event):
+            return self.event(node, state, w)
+        if isinstance(node, Branch):
+            arms = [self.block(arm, state, w) for arm in node.arms]
+            if not node.exhaustive:
+                arms.append(state)
+            return join(arms)
+        if isinstance(node, Loop):
+            return self.loop(node, state, w)
+        if isinstance(node, Try):
+            return self.try_(node, state, w)
+        if isinstance(node, MainGuard):
+            return self.block(node.body if w.include_main else node.orelse, state, w)
+        return state
+
+    def loop(self, node: Loop, state: State, w: _Walk) -> Optional[State]:
+        w.loops.append(([], []))
+        first = self.block(node.body, state, w)
+        breaks, continues = w.loops[-1]
+        after1 = join([first] + continues)
+        again = None
+        if after1 is not None:
+            # a second iteration sees what the first did; say so in the witness
+            step = Step(w.mod.path, node.loc[0], "the loop runs again")
+            again = {k: (v if k in state else Fact(v.steps + (step,), v.cause)) for k, v in after1.items()}
+            w.loops[-1] = (breaks, [])
+            second = self.block(node.body, again, w)
+            after2 = join([second] + w.loops[-1][1])
+        else:
+            after2 = None
+        breaks = w.loops.pop()[0]
+        normal = None if node.infinite else join([state, after1, after2])
+        if normal is not None and node.orelse:
+            normal = self.block(node.orelse, normal, w)
+        return join([normal] + breaks)
+
+    def try_(self, node: Try, state: State, w: _Walk) -> Optional[State]:
+        w.tries.append([])
+        body = self.block(node.body, state, w)
+        raised = w.tries.pop()
+        handler_entry = join([state, body] + raised)
+        ends = [self.block(h, handler_entry, w) for h in node.handlers]
+        ends.append(self.block(node.orelse, body, w) if body is not None else None)
+        after = join(ends)
+        if node.final:
+            # finally runs on every path, also when the body raised an uncaught exception
+            final_entry = after if after is not None else handler_entry
+            result = self.block(node.final, final_entry, w)
+            return result if after is not None else None
+        return after
+
+    def event(self, ev: Event, state: State, w: _Walk) -> Optional[State]:
+        kind = ev.kind
+        if kind == "init":
+            keys = self.init_keys(ev)
+            note = f"{ev.text} initializes CUDA" + (f" ({ev.data[3]})" if len(ev.data) > 3 and ev.data[3] else "")
+            fact = Fact(steps=(Step(w.mod.path, ev.loc[0], note),), cause=(ev.text, w.mod.path, ev.loc[0]))
+            state = gen(state, keys, fact)
+        elif kind == "import_lib":
+            fact = Fact(steps=(Step(w.mod.path, ev.loc[0], f"{ev.text} imports it"),), cause=(ev.text, w.mod.path, ev.loc[0]))
+            state = gen(state, [f"import:{m}" for m in ev.data], fact)
+        elif kind == "import":
+            for name in ev.data:
+                target = self.project.resolve_module(name, w.mod)
+                if target is None or target is w.mod:
+                    continue
+                summary = self.module_summary(target)
+                state = self.apply(summary, ev, state, w, f"{ev.text} runs {target.path}'s top level")
+                if state is None:
+                    return None
+        elif kind == "call":
+            target = self.project.resolve_symbol(ev.data[0], w.mod)
+            if target is not None:
+                found = self.project.function(*target)
+                if found is not None:
+                    mod, fn = found
+                    summary = self.function_summary(mod, fn.qualname)
+                    state = self.apply(summary, ev, state, w, f"{ev.text} calls {fn.qualname}()")
+                    if state is None:
+                        return None
+        elif kind in ("exit",):
+            return None
+        elif kind == "raise":
+            if w.tries:
+                w.tries[-1].append(state)
+            return None
+        elif kind == "return":
+            w.returns.append(state)
+            return None
+        elif kind == "break":
+            if w.loops:
+                w.loops[-1][0].append(state)
+            return None
+        elif kind == "continue":
+            if w.loops:
+                w.loops[-1][1].append(state)
+            return None
+        if kind in self.checks:
+            exposed = Exposed(event=ev, path=w.mod.path, chain=(), local={})
+            self.judge(exposed, state, ())
+            w.exposed.append(Exposed(event=ev, path=w.mod.path, chain=(), local=state))
+        return state
+
+    def apply(self, summary: Summary, ev: Event, state: State, w: _Walk, note: str) -> Optional[State]:
+        step = Step(w.mod.path, ev.loc[0], note)
+        for inner in summary.exposed:
+            chain = (step,) + inner.chain
+            # judged in this caller's state: facts from here first, then the callee's own
+            self.judge(Exposed(inner.event, inner.path, chain, inner.local), state, ())
+            if len(w.exposed) < 200:
+                merged = join([state, inner.local]) or {}
+                w.exposed.append(Exposed(inner.event, inner.path, chain, merged))
+        if summary.out is None:
+            return None
+        added = {k: Fact(v.steps + (step,), v.cause) for k, v in summary.out.items() if k not in state}
+        if not added:
+            return state
+        new = dict(state)
+        new.update(added)
+        return new

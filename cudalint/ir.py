@@ -1,0 +1,100 @@
+"""The intermediate representation a module is summarized into.
+
+A module becomes a tree of plain, frozen data: the effects its statements have (in evaluation
+order) and the structured control flow around them. The checks never see a syntax tree, so the IR
+can be cached and shared between the CLI and the flake8 plugin.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+# (line, column, end_line, end_column); columns 1-based
+Loc = tuple[int, int, int, int]
+
+
+@dataclass(frozen=True)
+class Event:
+    """A leaf effect.
+
+    kind / data:
+    - "init": (api_name, library, level, note): a call that initializes CUDA
+    - "env_write": (variable or "", value_repr): a write to the process environment
+    - "import": (module, ...): candidate project modules whose top level runs here
+    - "import_lib": (module,): a catalogued library module is imported
+    - "call": (symbol,): a call of a project function ("f", "C.m", "pkg.mod.f")
+    - "exit": (how,): the path ends here (sys.exit(), os._exit())
+    - "raise": (): an exception is raised
+    - "return": (): the function returns
+    - "break" / "continue": ()
+    """
+
+    kind: str
+    loc: Loc
+    text: str = ""
+    data: tuple = ()
+
+
+@dataclass(frozen=True)
+class Branch:
+    """if/elif/else, match, a conditional expression: exactly one arm runs.
+
+    `exhaustive` is False when no arm may run (an `if` without `else`).
+    """
+
+    arms: tuple["Block", ...]
+    exhaustive: bool
+
+
+@dataclass(frozen=True)
+class Loop:
+    """for/while: the body runs zero or more times; `infinite` for `while True`."""
+
+    body: "Block"
+    orelse: "Block"
+    loc: Loc
+    infinite: bool = False
+
+
+@dataclass(frozen=True)
+class Try:
+    body: "Block"
+    handlers: tuple["Block", ...]
+    orelse: "Block"
+    final: "Block"
+
+
+@dataclass(frozen=True)
+class MainGuard:
+    """`if __name__ == "__main__":` at module level: runs only when the module is the program."""
+
+    body: "Block"
+    orelse: "Block"
+
+
+Node = Union[Event, Branch, Loop, Try, MainGuard]
+Block = tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Function:
+    qualname: str  # "f", "C.m", "f.inner"
+    loc: Loc
+    body: Block
+    is_async: bool = False
+
+
+@dataclass(frozen=True)
+class ClassInfo:
+    name: str
+    bases: tuple[str, ...]  # symbols as in Event("call") data: local names or qualified names
+
+
+@dataclass(frozen=True)
+class ModuleIR:
+    path: str
+    module: str  # dotted name, "" when unknown
+    top: Block
+    functions: dict[str, Function] = field(default_factory=dict)
+    classes: dict[str, ClassInfo] = field(default_factory=dict)
+    noqa: tuple[tuple[int, tuple[str, ...]], ...] = ()  # (line, codes); () suppresses every code

@@ -1,0 +1,129 @@
+"""The linted project: which module a dotted name or an import refers to.
+
+Resolution follows what Python would do when the program runs: a script's own directory comes
+first on sys.path (`import utils` next to `train.py`), then packages found by walking up the
+`__init__.py` files.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import PurePath
+from typing import Iterable, Optional
+
+from cudalint.ir import Function, ModuleIR
+
+
+def module_name(path: PurePath) -> tuple[str, bool]:
+    """Dotted module name from the `__init__.py` files above `path`, and whether it is a package."""
+    from pathlib import Path
+
+    p = Path(path)
+    is_package = p.name == "__init__.py"
+    parts = [] if is_package else [p.stem]
+    parent = p.parent
+    while (parent / "__init__.py").is_file():
+        parts.append(parent.name)
+        if parent.parent == parent:
+            break
+        parent = parent.parent
+    return ".".join(reversed(parts)), is_package
+
+
+@dataclass
+class Project:
+    modules: list[ModuleIR]
+    by_name: dict[str, list[ModuleIR]] = field(default_factory=dict)
+    by_path: dict[str, ModuleIR] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for mod in self.modules:
+            self.by_path[_norm(mod.path)] = mod
+            if mod.module:
+                self.by_name.setdefault(mod.module, []).append(mod)
+
+    def resolve_module(self, name: str, importer: ModuleIR) -> Optional[ModuleIR]:
+        base = PurePath(_norm(importer.path)).parent
+        rel = name.replace(".", "/")
+        for cand in (base / f"{rel}.py", base / rel / "__init__.py"):
+            mod = self.by_path.get(str(cand))
+            if mod is not None:
+                return mod
+        mods = self.by_name.get(name)
+        if mods:
+            return mods[0]
+        return None
+
+    def resolve_symbol(self, symbol: str, importer: ModuleIR) -> Optional[tuple[ModuleIR, str]]:
+        """A call symbol to (module, qualname) of a project function or class."""
+        if symbol.startswith(":"):
+            return importer, symbol[1:]
+        parts = symbol.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            mod = self.resolve_module(".".join(parts[:cut]), importer)
+            if mod is not None:
+                return mod, ".".join(parts[cut:])
+        return None
+
+    def function(self, mod: ModuleIR, qualname: str, seen: Optional[set] = None) -> Optional[tuple[ModuleIR, Function]]:
+        """Find `qualname` in `mod`: a function, a method (through base classes), or a class's __init__."""
+        if qualname in mod.functions:
+            return mod, mod.functions[qualname]
+        if qualname in mod.classes:
+            return self.function(mod, f"{qualname}.__init__", seen)
+        cls, _, method = qualname.rpartition(".")
+        if cls and cls in mod.classes and method:
+            seen = seen or set()
+            if (mod.path, cls) in seen:
+                return None
+            seen.add((mod.path, cls))
+            for base in mod.classes[cls].bases:
+                target = self.resolve_symbol(base, mod) if not base.startswith(":") else (mod, base[1:])
+                if target is None:
+                    continue
+                found = self.function(target[0], f"{target[1]}.{method}", seen)
+                if found is not None:
+                    return found
+        return None
+
+    def importers(self) -> dict[str, list[tuple[ModuleIR, int]]]:
+        """Which modules import each module (by path), with the importing line; for CUD003."""
+        from cudalint.ir import Event
+
+        out: dict[str, list[tuple[ModuleIR, int]]] = {}
+        for mod in self.modules:
+            for ev in _events(mod.top):
+                if isinstance(ev, Event) and ev.kind == "import":
+                    for name in ev.data:
+                        target = self.resolve_module(name, mod)
+                        if target is not None and target is not mod:
+                            out.setdefault(_norm(target.path), []).append((mod, ev.loc[0]))
+        return out
+
+
+def _events(block: Iterable) -> Iterable:
+    from cudalint.ir import Branch, Event, Loop, MainGuard, Try
+
+    for node in block:
+        if isinstance(node, Event):
+            yield node
+        elif isinstance(node, Branch):
+            for arm in node.arms:
+                yield from _events(arm)
+        elif isinstance(node, Loop):
+            yield from _events(node.body)
+            yield from _events(node.orelse)
+        elif isinstance(node, Try):
+            yield from _events(node.body)
+            for h in node.handlers:
+                yield from _events(h)
+            yield from _events(node.orelse)
+            yield from _events(node.final)
+        elif isinstance(node, MainGuard):
+            yield from _events(node.body)
+            yield from _events(node.orelse)
+
+
+def _norm(path: str) -> str:
+    import os
+
+    return os.path.normpath(path)

@@ -1,0 +1,42 @@
+"""The rule codes cudalint knows, and their docs in `rules/CODE.md`."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from cudalint.resources import rules_dir
+
+DOC_SECTIONS = (
+    "## What it does",
+    "## Why is this bad?",
+    "## Example",
+    "## Use instead",
+    "## How --trace confirms it",
+    "## References",
+)
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    name: str
+    summary: str
+    severity: str = "error"
+
+
+RULES: dict[str, Rule] = {
+    r.code: r
+    for r in (
+        Rule("CUD001", "cuda-visible-devices-after-init", "CUDA_VISIBLE_DEVICES or CUDA_DEVICE_ORDER set after CUDA was initialized"),
+        Rule("CUD900", "unreadable-file", "a file that cannot be read, decoded or parsed"),
+    )
+}
+
+
+def doc_path(code: str) -> Path:
+    return rules_dir() / f"{code.upper()}.md"
+
+
+def doc(code: str) -> str:
+    path = doc_path(code)
+    return path.read_text(encoding="utf-8")
