@@ -62,7 +62,9 @@ def lint_files(
     config: Config,
     catalogue: Catalogue,
     extra: Iterable[Finding] = (),
+    overlay: Optional[dict[str, str]] = None,
 ) -> LintResult:
+    """`overlay`: path -> text to lint instead of the file's content (how --fix checks a fix)."""
     modules: list[ModuleIR] = []
     findings: list[Finding] = list(extra)
     count = 0
@@ -70,7 +72,7 @@ def lint_files(
         count += 1
         if path.endswith(".ipynb"):
             continue  # notebooks: see cudalint.notebook (not yet supported)
-        result = load_module(path, catalogue)
+        result = load_module(path, catalogue, (overlay or {}).get(path))
         if isinstance(result, Finding):
             findings.append(result)
         else:

@@ -21,11 +21,15 @@ def _codes(values: tuple[str, ...]) -> tuple[str, ...]:
 @click.option("--select", multiple=True, help="Rule codes or prefixes to enable (comma-separated).")
 @click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable (comma-separated).")
 @click.option("--exclude", multiple=True, help="Glob patterns of files and directories to skip.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif", "github"]), default="text", show_default=True)
 @click.option("--explain", metavar="CODE", help="Print the documentation of a rule and exit.")
 @click.option("--no-gitignore", is_flag=True, help="Also lint files that .gitignore ignores.")
+@click.option("--statistics", is_flag=True, help="Print the number of findings per rule code instead of the findings.")
+@click.option("--output-file", "-o", type=click.Path(dir_okay=False, writable=True), help="Write the report to this file.")
+@click.option("--fix", is_flag=True, help="Apply the fixes that are certain, then report what is left.")
+@click.option("--diff", is_flag=True, help="Print the fixes --fix would apply as a diff; change no file.")
 @click.version_option(__version__, prog_name="cudalint")
-def cli(paths, select, ignore, exclude, fmt, explain, no_gitignore) -> None:
+def cli(paths, select, ignore, exclude, fmt, explain, no_gitignore, statistics, output_file, fix, diff) -> None:
     """Find GPU bugs that raise no error. Lints PATHS (default: the current directory)."""
     from cudalint.registry import RULES, doc, doc_path
 
@@ -35,7 +39,6 @@ def cli(paths, select, ignore, exclude, fmt, explain, no_gitignore) -> None:
             raise click.UsageError(f"unknown rule code {explain!r}; known: {', '.join(sorted(RULES))}")
         click.echo(doc(code), nl=False)
         return
-    from cudalint import report
     from cudalint.api import lint_paths
     from cudalint.config import Config
 
@@ -45,12 +48,15 @@ def cli(paths, select, ignore, exclude, fmt, explain, no_gitignore) -> None:
         exclude=tuple(exclude),
         respect_gitignore=not no_gitignore,
     )
-    result = lint_paths(list(paths) or ["."], config)
-    out = click.get_text_stream("stdout")
-    if fmt == "json":
-        report.as_json(result.findings, out)
-    else:
-        report.text(result.findings, out, result.files)
+    targets = list(paths) or ["."]
+    if fix or diff:
+        from cudalint.outputs import run_fix
+
+        sys.exit(run_fix(targets, config, fmt=fmt, diff=diff, output_file=output_file, statistics=statistics))
+    result = lint_paths(targets, config)
+    from cudalint.outputs import write_report
+
+    write_report(result, fmt=fmt, output_file=output_file, statistics=statistics)
     sys.exit(1 if result.findings else 0)
 
 

@@ -1,10 +1,35 @@
-"""Turn findings into what a person or a machine reads."""
+"""Turn findings into what a person or a machine reads: text, JSON, GitHub annotations, statistics.
+
+SARIF lives in `cudalint.sarif`. Every reporter writes to a text stream it is given; whether the
+stream is a terminal (colour) is decided by the caller, see `use_colour`.
+"""
 from __future__ import annotations
 
 import json
-from typing import Iterable, TextIO
+import os
+from collections import Counter
+from typing import Iterable, Optional, TextIO
 
 from cudalint.findings import Finding
+
+_RESET = "\x1b[0m"
+_STYLES = {"path": "\x1b[1m", "code": "\x1b[1;31m", "dim": "\x1b[2m", "summary": "\x1b[1m"}
+
+
+def use_colour(stream: TextIO, environ: Optional[dict] = None) -> bool:
+    """Colour only for a terminal, and never when NO_COLOR is set to anything (https://no-color.org)."""
+    env = os.environ if environ is None else environ
+    if env.get("NO_COLOR", ""):
+        return False
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty and isatty())
+    except ValueError:  # a closed stream
+        return False
+
+
+def _paint(value: str, style: str, colour: bool) -> str:
+    return f"{_STYLES[style]}{value}{_RESET}" if colour else value
 
 
 def location(f: Finding) -> str:
@@ -13,20 +38,96 @@ def location(f: Finding) -> str:
     return f"{f.path}:{f.line}:{f.column}"
 
 
-def text(findings: Iterable[Finding], out: TextIO, files: int) -> None:
+def text(
+    findings: Iterable[Finding],
+    out: TextIO,
+    files: int,
+    colour: bool = False,
+    hints: Optional[dict[tuple[str, int, str], str]] = None,
+) -> None:
+    """`hints`: (path, line, code) -> a `help:` line printed under that finding (after --fix)."""
     findings = list(findings)
     for f in findings:
-        out.write(f"{location(f)}: {f.code} {f.message}\n")
+        out.write(f"{_paint(location(f), 'path', colour)}: {_paint(f.code, 'code', colour)} {f.message}\n")
         for step in f.witness:
-            out.write(f"    {step.path}:{step.line}: {step.note}\n")
+            out.write(_paint(f"    {step.path}:{step.line}: {step.note}", "dim", colour) + "\n")
+        hint = (hints or {}).get((f.path, f.line, f.code))
+        if hint:
+            out.write(f"    help: {hint}\n")
     paths = {f.path for f in findings}
     if findings:
         noun = "finding" if len(findings) == 1 else "findings"
-        out.write(f"Found {len(findings)} {noun} in {len(paths)} file{'s' if len(paths) != 1 else ''} ({files} checked).\n")
+        summary = f"Found {len(findings)} {noun} in {len(paths)} file{'s' if len(paths) != 1 else ''} ({files} checked)."
     else:
-        out.write(f"All checks passed ({files} file{'s' if files != 1 else ''} checked).\n")
+        summary = f"All checks passed ({files} file{'s' if files != 1 else ''} checked)."
+    out.write(_paint(summary, "summary", colour) + "\n")
 
 
 def as_json(findings: Iterable[Finding], out: TextIO) -> None:
     json.dump([f.to_json() for f in findings], out, indent=2)
+    out.write("\n")
+
+
+# ---------- GitHub Actions workflow commands -------------------------------------------------
+# https://docs.github.com/en/actions/reference/workflow-commands-for-github-actions: the message is
+# "data" (escape %, CR, LF); property values additionally escape ":" and ",".
+def _gh_data(value: str) -> str:
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _gh_property(value: str) -> str:
+    return _gh_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+_GH_LEVEL = {"error": "error", "warning": "warning"}
+
+
+def github(findings: Iterable[Finding], out: TextIO) -> None:
+    """One `::error file=…,line=…,col=…,title=CODE::message` line per finding; the witness follows
+    the message on lines of its own (GitHub shows annotation messages multi-line)."""
+    for f in findings:
+        level = _GH_LEVEL.get(f.severity, "notice")
+        props = [
+            ("file", f.path.replace(os.sep, "/")),
+            ("line", str(f.line)),
+            ("col", str(f.column)),
+            ("endLine", str(f.end_line)),
+            ("endColumn", str(f.end_column)),
+            ("title", f.code),
+        ]
+        message = f"{f.code} {f.message}"
+        if f.cell is not None:
+            message = f"cell {f.cell}: {message}"
+        for step in f.witness:
+            message += f"\n    {step.path}:{step.line}: {step.note}"
+        joined = ",".join(f"{k}={_gh_property(v)}" for k, v in props)
+        out.write(f"::{level} {joined}::{_gh_data(message)}\n")
+
+
+# ---------- statistics -----------------------------------------------------------------------
+def counts(findings: Iterable[Finding]) -> list[tuple[str, int]]:
+    """(code, count), most frequent first, then by code."""
+    c = Counter(f.code for f in findings)
+    return sorted(c.items(), key=lambda item: (-item[1], item[0]))
+
+
+def statistics(findings: Iterable[Finding], out: TextIO, colour: bool = False) -> None:
+    from cudalint.registry import RULES
+
+    rows = counts(findings)
+    width = max((len(str(n)) for _, n in rows), default=1)
+    for code, n in rows:
+        rule = RULES.get(code)
+        name = rule.name if rule else ""
+        out.write(f"{str(n).rjust(width)}\t{_paint(code, 'code', colour)}\t{name}\n")
+
+
+def statistics_json(findings: Iterable[Finding], out: TextIO) -> None:
+    from cudalint.registry import RULES
+
+    rows = [
+        {"code": code, "name": RULES[code].name if code in RULES else "", "count": n}
+        for code, n in counts(findings)
+    ]
+    json.dump(rows, out, indent=2)
     out.write("\n")

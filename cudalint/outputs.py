@@ -1,0 +1,82 @@
+"""Where a report goes (stdout or --output-file, with colour only for a terminal) and the --fix/--diff run."""
+from __future__ import annotations
+
+import io
+import sys
+from typing import Optional, Sequence
+
+import click
+
+from cudalint import report
+from cudalint.config import Config
+
+
+class OutputError(click.ClickException):
+    exit_code = 2
+
+
+def render(findings, files: int, fmt: str, statistics: bool, colour: bool, hints=None) -> str:
+    buf = io.StringIO()
+    if statistics:
+        if fmt == "json":
+            report.statistics_json(findings, buf)
+        else:
+            report.statistics(findings, buf, colour=colour)
+    elif fmt == "json":
+        report.as_json(findings, buf)
+    elif fmt == "sarif":
+        from cudalint.sarif import sarif
+
+        sarif(findings, buf)
+    elif fmt == "github":
+        report.github(findings, buf)
+    else:
+        report.text(findings, buf, files, colour=colour, hints=hints)
+    return buf.getvalue()
+
+
+def emit(content: str, output_file: Optional[str]) -> None:
+    if output_file is None:
+        out = click.get_text_stream("stdout")
+        out.write(content)
+        out.flush()
+        return
+    try:
+        with open(output_file, "w", encoding="utf-8", newline="") as fh:
+            fh.write(content)
+    except OSError as exc:
+        raise OutputError(f"cannot write the report to {output_file}: {exc.strerror or exc}") from exc
+
+
+def write_report(result, fmt: str = "text", output_file: Optional[str] = None, statistics: bool = False) -> None:
+    colour = output_file is None and report.use_colour(sys.stdout)
+    emit(render(result.findings, result.files, fmt, statistics, colour), output_file)
+
+
+def run_fix(
+    paths: Sequence[str],
+    config: Config,
+    fmt: str = "text",
+    diff: bool = False,
+    output_file: Optional[str] = None,
+    statistics: bool = False,
+) -> int:
+    """`--diff`: print the diff, exit 1 when there is one. `--fix`: write, then report what is left."""
+    from cudalint.fix import fix_paths
+
+    outcome = fix_paths(paths, config, write=not diff)
+    err = click.get_text_stream("stderr")
+    for problem in outcome.problems:
+        err.write(f"cudalint: {problem}\n")
+    if diff:
+        emit(outcome.diff, output_file)
+        return 1 if outcome.diff else (2 if outcome.problems else 0)
+    remaining = outcome.remaining
+    colour = output_file is None and report.use_colour(sys.stdout)
+    emit(render(remaining.findings, remaining.files, fmt, statistics, colour, outcome.hints), output_file)
+    if outcome.fixed:
+        noun = "finding" if outcome.fixed == 1 else "findings"
+        err.write(f"Fixed {outcome.fixed} {noun} in {len(outcome.changed)} file{'s' if len(outcome.changed) != 1 else ''}.\n")
+    if outcome.problems:
+        return 2 if not remaining.findings else 1
+    return 1 if remaining.findings else 0
