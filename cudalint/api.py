@@ -38,6 +38,12 @@ def load_module(path: str, catalogue: Catalogue, text: Optional[str] = None) -> 
     try:
         return summarize(tree, src.text, path, modname, catalogue, is_package=is_package)
     except RecursionError:
+        pass
+    from cudalint.deep import call_deep  # deeply nested code: once more with a deep stack
+
+    try:
+        return call_deep(lambda: summarize(tree, src.text, path, modname, catalogue, is_package=is_package))
+    except RecursionError:
         return source.problem(path, "cannot analyze: nested too deeply")
 
 
@@ -79,7 +85,13 @@ def lint_files(
             modules.append(result)
     project = Project(modules)
     analyzer = Analyzer(project, build_checks(catalogue, config.enabled), init_keys)
-    findings.extend(analyzer.run())
+    try:
+        findings.extend(analyzer.run())
+    except RecursionError:  # deeply nested control flow: once more with a deep stack
+        from cudalint.deep import call_deep
+
+        analyzer = Analyzer(project, build_checks(catalogue, config.enabled), init_keys)
+        findings.extend(call_deep(analyzer.run))
     by_path = {m.path: m for m in modules}
     kept = [
         f

@@ -1,0 +1,42 @@
+"""Run one function with room for deep recursion: a thread with a large stack and a high limit.
+
+libcst's code generation and our summarizer recurse once per nesting level of an expression; a
+generated file with 1,000 nested brackets exceeds Python's default limit of 1,000 frames. Only
+files that hit the limit pay for this.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
+STACK_BYTES = 512 * 1024 * 1024  # reserved address space, not memory actually used
+RECURSION_LIMIT = 60_000
+_lock = threading.Lock()
+
+
+def call_deep(fn: Callable[[], T]) -> T:
+    result: dict = {}
+
+    def run() -> None:
+        try:
+            result["value"] = fn()
+        except BaseException as exc:  # handed to the caller's thread
+            result["error"] = exc
+
+    with _lock:  # the recursion limit is per process: one deep call at a time
+        old_limit = sys.getrecursionlimit()
+        old_stack = threading.stack_size()
+        try:
+            threading.stack_size(STACK_BYTES)
+            sys.setrecursionlimit(RECURSION_LIMIT)
+            thread = threading.Thread(target=run, name="cudalint-deep")
+            thread.start()
+            thread.join()
+        finally:
+            threading.stack_size(old_stack)
+            sys.setrecursionlimit(old_limit)
+    if "error" in result:
+        raise result["error"]
+    return result["value"]
