@@ -32,7 +32,10 @@ class Discovered:
 
 
 def _is_venv(path: Path) -> bool:
-    return (path / "pyvenv.cfg").is_file()
+    try:
+        return (path / "pyvenv.cfg").is_file()
+    except OSError:  # an unreadable directory: Python < 3.12 raises here; it is reported when walked
+        return False
 
 
 def _gitignore(directory: Path) -> Optional[pathspec.GitIgnoreSpec]:
@@ -52,14 +55,21 @@ def _ancestors_gitignores(start: Path) -> list[tuple[Path, pathspec.GitIgnoreSpe
         spec = _gitignore(cur)
         if spec is not None:
             out.append((cur, spec))
-        if (cur / ".git").exists() or cur.parent == cur:
+        try:
+            at_root = (cur / ".git").exists()
+        except OSError:
+            at_root = True
+        if at_root or cur.parent == cur:
             break
         cur = cur.parent
     return out
 
 
 def _ignored(path: Path, is_dir: bool, specs: list[tuple[Path, pathspec.GitIgnoreSpec]]) -> bool:
-    resolved = path.resolve() if path.is_symlink() else path.absolute()
+    try:
+        resolved = path.resolve() if path.is_symlink() else path.absolute()
+    except (OSError, RuntimeError):  # a symlink loop: judged by where it sits
+        resolved = path.absolute()
     for base, spec in specs:
         try:
             rel = os.path.relpath(resolved, base)
@@ -89,18 +99,26 @@ def discover(paths: Iterable[str], exclude: Iterable[str] = (), respect_gitignor
     exclude = tuple(exclude)
     seen: set[str] = set()
     for given in paths:
-        p = Path(given)
-        if not p.exists() and not p.is_symlink():
-            problems.append(problem(given, "no such file or directory"))
-            continue
-        if p.is_file() or (p.is_symlink() and not p.exists()):
-            key = os.path.realpath(given)
-            if key not in seen:
-                seen.add(key)
-                files.append(given)
-            continue
-        specs = _ancestors_gitignores(p) if respect_gitignore else []
-        _walk(p, given, specs, exclude, respect_gitignore, files, problems, seen, set())
+        try:
+            _given(given, exclude, respect_gitignore, files, problems, seen)
+        except (OSError, RuntimeError) as exc:  # e.g. a path inside a directory we may not search
+            problems.append(problem(given, f"cannot read: {getattr(exc, 'strerror', None) or exc}"))
+    return Discovered(files=tuple(files), problems=tuple(problems))
+
+
+def _given(given: str, exclude, respect_gitignore, files, problems, seen) -> None:
+    p = Path(given)
+    if not p.exists() and not p.is_symlink():
+        problems.append(problem(given, "no such file or directory"))
+        return
+    if p.is_file() or (p.is_symlink() and not p.exists()):
+        key = os.path.realpath(given)
+        if key not in seen:
+            seen.add(key)
+            files.append(given)
+        return
+    specs = _ancestors_gitignores(p) if respect_gitignore else []
+    _walk(p, given, specs, exclude, respect_gitignore, files, problems, seen, set())
     return Discovered(files=tuple(files), problems=tuple(problems))
 
 

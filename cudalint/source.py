@@ -4,6 +4,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import stat
 import tokenize
 from dataclasses import dataclass
 from typing import Optional, Union
@@ -47,6 +48,9 @@ def _megabytes(n: int) -> str:
 
 def read(path: str) -> Union[Source, Finding]:
     try:
+        # opening a FIFO or a device would block or never end: only regular files are read
+        if not stat.S_ISREG(os.stat(path).st_mode) and not os.path.isdir(path):
+            return problem(path, "skipped: not a regular file (a FIFO, socket or device)")
         with open(path, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size
             if size > MAX_FILE_BYTES:
@@ -73,7 +77,14 @@ def decode(path: str, data: bytes) -> Union[Source, Finding]:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
-        return problem(path, f"cannot decode: {exc.msg if hasattr(exc, 'msg') else exc}")
+        reason = exc.msg if hasattr(exc, "msg") else str(exc)
+        if reason == "invalid or missing encoding declaration":  # bytes that are not UTF-8, no cookie
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as bad:
+                line = data[: bad.start].count(b"\n") + 1
+                return problem(path, f"cannot decode as utf-8 (no coding declaration says otherwise): {bad.reason}", line=line)
+        return problem(path, f"cannot decode: {reason}")
     try:
         text = data.decode(encoding)
     except (UnicodeDecodeError, LookupError) as exc:
@@ -106,6 +117,25 @@ def _too_deep(src: Source) -> Optional[Finding]:
     return None
 
 
+def _python_says(src: Source) -> Optional[Finding]:
+    """CPython's verdict on a file libcst rejected (only then: it costs a second parse)."""
+    try:
+        compile(src.text, src.path, "exec", dont_inherit=True, flags=0x400)  # ast.PyCF_ONLY_AST
+    except SyntaxError as exc:
+        hint = " (Python 2 syntax?)" if _looks_like_python2(exc) else ""
+        return problem(src.path, f"syntax error: {exc.msg}{hint}", line=exc.lineno or 1, column=exc.offset or 1)
+    except (RecursionError, MemoryError, ValueError):
+        return None
+    return None
+
+
+def _looks_like_python2(exc: SyntaxError) -> bool:
+    text = (exc.text or "").strip()
+    return "Missing parentheses in call to" in exc.msg or text.startswith(("exec ", "print ")) or "`" in text or (
+        text.startswith("except ") and "," in text
+    ) or "ur'" in text or 'ur"' in text
+
+
 def parse(src: Source) -> Union[cst.Module, Finding]:
     deep = _too_deep(src)
     if deep is not None:
@@ -113,6 +143,9 @@ def parse(src: Source) -> Union[cst.Module, Finding]:
     try:
         return cst.parse_module(src.text)
     except cst.ParserSyntaxError as exc:
+        python = _python_says(src)  # CPython's message and place are the ones users know
+        if python is not None:
+            return python
         message = str(exc.message).strip().splitlines()[0] if exc.message else "invalid syntax"
         return problem(src.path, f"syntax error: {message}", line=exc.raw_line, column=exc.raw_column + 1)
     except RecursionError:

@@ -1,0 +1,227 @@
+"""Bad input never crashes a run nor hides the findings of other files.
+
+Each case puts one bad input next to `canary.py`, a file with a CUD001 at line 4, and runs the real
+CLI on the directory. The run must exit 1 (findings), print nothing on stderr (no traceback), print
+exactly the expected line for the bad file, and still report the canary's finding.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Callable, Optional
+
+import pytest
+
+from cudalint.source import MAX_FILE_BYTES
+
+CANARY = 'import os\nimport torch\ntorch.cuda.init()\nos.environ["CUDA_VISIBLE_DEVICES"] = "1"\n'
+CANARY_LINE = (
+    "canary.py:4:1: CUD001 CUDA_VISIBLE_DEVICES is set after CUDA was initialized by torch.cuda.init() "
+    "(line 3); the driver read it then, so this write has no effect"
+)
+BUG = b'import os\nimport torch\ntorch.cuda.init()\nos.environ["CUDA_VISIBLE_DEVICES"] = "1"\n'
+
+
+def _write(name: str, data: bytes) -> Callable[[Path], None]:
+    return lambda d: (d / name).write_bytes(data)
+
+
+def _symlink(name: str, target: str) -> Callable[[Path], None]:
+    return lambda d: os.symlink(target, d / name)
+
+
+def _loop(d: Path) -> None:
+    os.symlink("b.py", d / "a.py")
+    os.symlink("a.py", d / "b.py")
+
+
+def _dir_loop(d: Path) -> None:
+    (d / "pkg").mkdir()
+    (d / "pkg" / "mod.py").write_text("x = 1\n")
+    os.symlink("..", d / "pkg" / "up")
+
+
+def _fifo(d: Path) -> None:
+    os.mkfifo(d / "fifo.py")
+
+
+def _big(d: Path) -> None:
+    line = b"x = 1  # generated padding, the kind of file a code generator leaves behind\n"
+    with open(d / "big.py", "wb") as fh:
+        fh.write(BUG)
+        fh.write(line * (50 * 1024 * 1024 // len(line) + 1))
+
+
+def _deep(expr: str) -> bytes:
+    return (f"import os\nimport torch\ntorch.cuda.init()\nx = {expr}\n" + 'os.environ["CUDA_VISIBLE_DEVICES"] = "1"\n').encode()
+
+
+SYNTAX = "CUD900 syntax error:"
+# (id, how to make the bad input, the lines the user sees for it (besides the canary's finding))
+CASES: list[tuple[str, Callable[[Path], None], list[str]]] = [
+    ("syntax_error", _write("bad.py", b"def f(:\n    pass\n"), [f"bad.py:1:7: {SYNTAX} invalid syntax"]),
+    ("python2_print", _write("py2.py", b'print "hello"\n'), [f"py2.py:1:1: {SYNTAX} Missing parentheses in call to 'print'. Did you mean print(...)? (Python 2 syntax?)"]),
+    ("python2_exec", _write("py2.py", b"exec 'x = 1'\n"), [f"py2.py:1:1: {SYNTAX} Missing parentheses in call to 'exec'. Did you mean exec(...)? (Python 2 syntax?)"]),
+    ("python2_octal", _write("py2.py", b"x = 0777\n"), [f"py2.py:1:5: {SYNTAX} leading zeros in decimal integer literals are not permitted; use an 0o prefix for octal integers"]),
+    ("python2_backticks", _write("py2.py", b"x = `1`\n"), [f"py2.py:1:5: {SYNTAX} invalid syntax (Python 2 syntax?)"]),
+    ("non_utf8", _write("latin.py", b"x = '\xe9t\xe9'\n"), ["latin.py:1:1: CUD900 cannot decode as utf-8 (no coding declaration says otherwise): invalid continuation byte"]),
+    ("unknown_encoding", _write("enc.py", b"# -*- coding: klingon -*-\nx = 1\n"), ["enc.py:1:1: CUD900 cannot decode: unknown encoding: klingon"]),
+    ("utf16", _write("u16.py", "x = 1\n".encode("utf-16")), ["u16.py:1:1: CUD900 cannot decode as utf-8 (no coding declaration says otherwise): invalid start byte"]),
+    ("bom_and_wrong_cookie", _write("bom.py", b"\xef\xbb\xbf# coding: latin-1\nx = 1\n"), ["bom.py:1:1: CUD900 cannot decode: encoding problem: utf-8"]),
+    ("nul_byte", _write("nul.py", b"x = 1\ny = 2\x00\n"), ["nul.py:2:1: CUD900 cannot parse: the file contains a NUL byte"]),
+    ("inconsistent_tabs", _write("tabs.py", b"if True:\n        x = 1\n\ty = 2\n"), [f"tabs.py:3:1: {SYNTAX} inconsistent use of tabs and spaces in indentation"]),
+    ("file_50mb", _big, ["big.py:1:1: CUD900 skipped: the file is 50.0 MB, more than the 10.0 MB cudalint parses (exclude it, or split it)"]),
+    ("nested_parens_1000", _write("deep.py", _deep("(" * 1000 + "1" + ")" * 1000)), [f"deep.py:4:205: {SYNTAX} too many nested parentheses"]),
+    ("nested_lists_1000", _write("deep.py", _deep("[" * 1000 + "]" * 1000)), [f"deep.py:4:205: {SYNTAX} too many nested parentheses"]),
+    ("nested_calls_1000", _write("deep.py", _deep("f(" * 1000 + ")" * 1000)), [f"deep.py:4:406: {SYNTAX} too many nested parentheses"]),
+    ("broken_symlink", _symlink("gone.py", "does-not-exist.py"), ["gone.py:1:1: CUD900 cannot read: no such file (a broken symlink?)"]),
+    ("symlink_loop_file", _loop, ["a.py:1:1: CUD900 cannot read: Too many levels of symbolic links", "b.py:1:1: CUD900 cannot read: Too many levels of symbolic links"]),
+    ("symlink_loop_directory", _dir_loop, ["pkg/up:1:1: CUD900 skipped: symlink loop"]),
+    ("fifo", _fifo, ["fifo.py:1:1: CUD900 skipped: not a regular file (a FIFO, socket or device)"]),
+]
+
+# valid but unusual input: analyzed like any other file, findings at the right lines
+VALID: list[tuple[str, bytes, list[str]]] = [
+    ("empty", b"", []),
+    # libcst accepts Python 2's `except E, e:` (CPython does not): the file is analyzed, no diagnostic
+    ("python2_except_comma", b"try:\n    pass\nexcept Exception, e:\n    pass\n", []),
+    ("only_comments", b"# nothing here\n", []),
+    ("bom", b"\xef\xbb\xbf" + BUG, ["x.py:4:1: CUD001"]),
+    ("crlf", BUG.replace(b"\n", b"\r\n"), ["x.py:4:1: CUD001"]),
+    ("cr_only", BUG.replace(b"\n", b"\r"), ["x.py:4:1: CUD001"]),
+    ("no_final_newline", BUG.rstrip(b"\n"), ["x.py:4:1: CUD001"]),
+    ("latin1_cookie", b"# -*- coding: latin-1 -*-\n" + BUG.replace(b'"1"', b'"\xe9"'), ["x.py:5:1: CUD001"]),
+    ("tab_indentation", b"import os\nimport torch\n\n\ndef f():\n\ttorch.cuda.init()\n\tif True:\n\t\tos.environ['CUDA_VISIBLE_DEVICES'] = '1'\n", ["x.py:8:3: CUD001"]),
+    ("deep_binop_1000", _deep("+".join(["1"] * 1000)), ["x.py:5:1: CUD001"]),
+    ("deep_not_1000", _deep("not " * 1000 + "1"), ["x.py:5:1: CUD001"]),
+    ("deep_attribute_1000", _deep("a" + ".b" * 1000), ["x.py:5:1: CUD001"]),
+    ("deep_lambda_1000", _deep("lambda: " * 1000 + "1"), ["x.py:5:1: CUD001"]),
+    ("deep_and_1000", _deep(" and ".join(["torch.cuda.is_available()"] * 1000)), ["x.py:5:1: CUD001"]),
+    ("deep_ternary_300", _deep("torch.cuda.is_available() if b else " * 300 + "1"), ["x.py:5:1: CUD001"]),
+]
+
+
+def run_cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "cudalint", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1"},
+        timeout=300,
+    )
+
+
+def _lines(proc: subprocess.CompletedProcess) -> list[str]:
+    return [line for line in proc.stdout.splitlines() if not line.startswith(" ") and not line.startswith(("Found", "All"))]
+
+
+@pytest.mark.parametrize("name,make,expected", CASES, ids=[c[0] for c in CASES])
+def test_bad_input_is_one_clear_line_and_the_run_goes_on(tmp_path: Path, name, make, expected) -> None:
+    (tmp_path / "canary.py").write_text(CANARY)
+    make(tmp_path)
+    proc = run_cli(["."], tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr == ""
+    assert sorted(_lines(proc)) == sorted(expected + [CANARY_LINE])
+
+
+@pytest.mark.parametrize("name,data,expected", VALID, ids=[c[0] for c in VALID])
+def test_unusual_but_valid_input_is_analyzed(tmp_path: Path, name, data, expected) -> None:
+    (tmp_path / "x.py").write_bytes(data)
+    proc = run_cli(["x.py"], tmp_path)
+    assert proc.stderr == ""
+    assert proc.returncode == (1 if expected else 0)
+    got = [line.split(" CUDA_")[0] for line in _lines(proc)]
+    assert got == expected
+
+
+def test_missing_path_on_the_command_line(tmp_path: Path) -> None:
+    (tmp_path / "canary.py").write_text(CANARY)
+    proc = run_cli(["nope.py", "canary.py"], tmp_path)
+    assert proc.returncode == 1
+    assert _lines(proc) == [CANARY_LINE, "nope.py:1:1: CUD900 no such file or directory"]
+
+
+def test_size_limit_is_ten_megabytes() -> None:
+    assert MAX_FILE_BYTES == 10 * 1024 * 1024
+
+
+# ---------- unreadable files and directories ---------------------------------------------------
+def _as_nobody(fn: Callable[[], object]) -> object:
+    """Run `fn` where permissions bite. As root (as in CI containers) mode 000 means nothing, so a
+    forked child drops its effective uid to nobody (65534) first; the result comes back as JSON."""
+    if os.geteuid() != 0:
+        return fn()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        code = 0
+        try:
+            os.close(read)
+            os.setgroups([])
+            os.setegid(65534)
+            os.seteuid(65534)
+            payload = json.dumps({"ok": fn()})
+        except BaseException as exc:  # reported to the parent, never raised in a forked pytest
+            payload = json.dumps({"error": f"{type(exc).__name__}: {exc}"})
+            code = 1
+        with os.fdopen(write, "w") as fh:
+            fh.write(payload)
+        os._exit(code)
+    os.close(write)
+    with os.fdopen(read) as fh:
+        data = json.loads(fh.read() or '{"error": "no output"}')
+    os.waitpid(pid, 0)
+    assert "error" not in data, data["error"]
+    return data["ok"]
+
+
+def _cli_in_process(args: list[str], cwd: str) -> dict:
+    from click.testing import CliRunner
+
+    from cudalint.cli import cli
+
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        result = CliRunner().invoke(cli, args, env={"NO_COLOR": "1"})
+    finally:
+        os.chdir(old)
+    return {"exit": result.exit_code, "stdout": result.stdout, "exception": repr(result.exception) if result.exception and not isinstance(result.exception, SystemExit) else None}
+
+
+@pytest.fixture
+def shared_dir():
+    """A directory nobody can traverse (pytest's tmp_path is private to its user)."""
+    d = tempfile.mkdtemp(prefix="cudalint-perm-")
+    os.chmod(d, 0o755)
+    yield Path(d)
+    for root, dirs, _files in os.walk(d):
+        for name in dirs:
+            os.chmod(os.path.join(root, name), 0o755)
+    subprocess.run(["rm", "-rf", d], check=True)
+
+
+@pytest.mark.parametrize("what", ["file", "directory"])
+def test_unreadable_file_or_directory(shared_dir: Path, what: str) -> None:
+    (shared_dir / "canary.py").write_text(CANARY)
+    if what == "file":
+        (shared_dir / "secret.py").write_text("x = 1\n")
+        os.chmod(shared_dir / "secret.py", 0)
+        expected = "secret.py:1:1: CUD900 cannot read: permission denied"
+    else:
+        (shared_dir / "private").mkdir()
+        (shared_dir / "private" / "mod.py").write_text("x = 1\n")
+        os.chmod(shared_dir / "private", 0)
+        expected = "private:1:1: CUD900 cannot read directory: permission denied"
+    _cli_in_process(["canary.py"], str(shared_dir))  # import everything while we may still read it
+    result = _as_nobody(lambda: _cli_in_process(["."], str(shared_dir)))
+    assert result["exception"] is None
+    assert result["exit"] == 1
+    lines = [line for line in result["stdout"].splitlines() if not line.startswith((" ", "Found"))]
+    assert sorted(lines) == sorted([expected, CANARY_LINE])
