@@ -37,9 +37,7 @@ def render(findings, files: int, fmt: str, statistics: bool, colour: bool, hints
 
 def emit(content: str, output_file: Optional[str]) -> None:
     if output_file is None:
-        out = click.get_text_stream("stdout")
-        out.write(content)
-        out.flush()
+        click.echo(content, nl=False)
         return
     try:
         with open(output_file, "w", encoding="utf-8", newline="") as fh:
@@ -65,18 +63,15 @@ def run_fix(
     from cudalint.fix import fix_paths
 
     outcome = fix_paths(paths, config, write=not diff)
-    err = click.get_text_stream("stderr")
     for problem in outcome.problems:
-        err.write(f"cudalint: {problem}\n")
+        click.echo(f"cudalint: {problem}", err=True)
     if diff:
         emit(outcome.diff, output_file)
-        return 1 if outcome.diff else (2 if outcome.problems else 0)
+        return 1 if outcome.diff else 0
     remaining = outcome.remaining
     colour = output_file is None and report.use_colour(sys.stdout)
     emit(render(remaining.findings, remaining.files, fmt, statistics, colour, outcome.hints), output_file)
     if outcome.fixed:
         noun = "finding" if outcome.fixed == 1 else "findings"
-        err.write(f"Fixed {outcome.fixed} {noun} in {len(outcome.changed)} file{'s' if len(outcome.changed) != 1 else ''}.\n")
-    if outcome.problems:
-        return 2 if not remaining.findings else 1
+        click.echo(f"Fixed {outcome.fixed} {noun} in {len(outcome.changed)} file{'s' if len(outcome.changed) != 1 else ''}.", err=True)
     return 1 if remaining.findings else 0
