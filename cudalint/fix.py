@@ -694,8 +694,10 @@ class _Apply(cst.CSTTransformer):
     def _rebuild(self, original_body, updated_body, top: bool):
         out: list[cst.CSTNode] = []
         for orig, upd in zip(original_body, updated_body):
-            if top and self.anchor is not None and orig is self.anchor:
+            if top and self.anchor is not None and orig is self.anchor and self.moved_nodes:
                 out.extend(_strip_blank(n) for n in self.moved_nodes)
+                if not getattr(upd, "leading_lines", True):  # keep the moved lines apart from the imports
+                    upd = upd.with_changes(leading_lines=[cst.EmptyLine()])
             if top and id(orig) in self.moved:
                 continue
             added = self.before.get(id(orig), [])

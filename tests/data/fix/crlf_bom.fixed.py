@@ -1,0 +1,6 @@
+﻿"""Doc."""
+import os
+os.environ["CUDA_VISIBLE_DEVICES"] = "é"
+
+import torch
+torch.cuda.init()

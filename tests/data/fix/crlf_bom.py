@@ -1,0 +1,5 @@
+﻿"""Doc."""
+import os
+import torch
+torch.cuda.init()
+os.environ["CUDA_VISIBLE_DEVICES"] = "é"

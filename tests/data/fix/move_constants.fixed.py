@@ -1,0 +1,8 @@
+import os
+VISIBLE = "CUDA_VISIBLE_DEVICES"
+GPU = "1"
+os.environ[VISIBLE] = GPU
+os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+
+import torch
+torch.zeros(1, device="cuda")
