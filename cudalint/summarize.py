@@ -732,7 +732,8 @@ def noqa_lines(source: str) -> tuple[tuple[int, tuple[str, ...]], ...]:
     if "noqa" not in source and "NOQA" not in source.upper():
         return ()
     out = []
-    for lineno, line in enumerate(source.splitlines(), 1):
+    # Python's line ends only: str.splitlines() also splits at \f, \v, \x1c-\x1e, \x85, \u2028 ...
+    for lineno, line in enumerate(re.split(r"\r\n|\r|\n", source), 1):
         if "#" not in line:
             continue
         m = NOQA_RE.search(line)
