@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence, Union
 
 from cudalint import source
+from cudalint.cache import Cache
 from cudalint.catalogue import Catalogue, load_catalogue
 from cudalint.checks import build_checks, init_keys
 from cudalint.config import Config
@@ -23,18 +24,41 @@ class LintResult:
     files: int
 
 
-def load_module(path: str, catalogue: Catalogue, text: Optional[str] = None) -> Union[ModuleIR, Finding]:
-    """Read (unless `text` is given), parse and summarize one file; a CUD900 finding if that fails."""
+def load_module(
+    path: str,
+    catalogue: Catalogue,
+    text: Optional[str] = None,
+    cache: Optional[Cache] = None,
+) -> Union[ModuleIR, Finding]:
+    """Read (unless `text` is given), parse and summarize one file; a CUD900 finding if that fails.
+
+    With a cache, a file whose bytes were summarized before is not parsed again.
+    """
     if text is None:
-        src = source.read(path)
-        if isinstance(src, Finding):
-            return src
+        data = source.read_bytes(path)
+        if isinstance(data, Finding):
+            return data
     else:
-        src = source.Source(path=path, text=text)
+        data = text.encode("utf-8")
+    modname, is_package = module_name(os.path.abspath(path))
+    key = cache.key(path, modname, data) if cache is not None else ""
+    if cache is not None:
+        hit = cache.get(key)
+        if hit is not None:
+            return hit
+    result = _summarize_bytes(path, data, modname, is_package, catalogue)
+    if cache is not None:
+        cache.put(key, result)
+    return result
+
+
+def _summarize_bytes(path: str, data: bytes, modname: str, is_package: bool, catalogue: Catalogue) -> Union[ModuleIR, Finding]:
+    src = source.decode(path, data)
+    if isinstance(src, Finding):
+        return src
     tree = source.parse(src)
     if isinstance(tree, Finding):
         return tree
-    modname, is_package = module_name(os.path.abspath(path))
     try:
         return summarize(tree, src.text, path, modname, catalogue, is_package=is_package)
     except RecursionError:
@@ -50,11 +74,11 @@ def suppressed(finding: Finding, mod: Optional[ModuleIR]) -> bool:
     return False
 
 
-def lint_paths(paths: Sequence[str], config: Optional[Config] = None) -> LintResult:
+def lint_paths(paths: Sequence[str], config: Optional[Config] = None, cache: Optional[Cache] = None) -> LintResult:
     config = config or Config()
     catalogue = load_catalogue(config.extend_catalogue)
     found = discover(paths, exclude=config.exclude + config.extend_exclude, respect_gitignore=config.respect_gitignore)
-    return lint_files(found.files, config, catalogue, extra=found.problems)
+    return lint_files(found.files, config, catalogue, extra=found.problems, cache=cache)
 
 
 def lint_files(
@@ -62,6 +86,7 @@ def lint_files(
     config: Config,
     catalogue: Catalogue,
     extra: Iterable[Finding] = (),
+    cache: Optional[Cache] = None,
 ) -> LintResult:
     modules: list[ModuleIR] = []
     findings: list[Finding] = list(extra)
@@ -70,7 +95,7 @@ def lint_files(
         count += 1
         if path.endswith(".ipynb"):
             continue  # notebooks: see cudalint.notebook (not yet supported)
-        result = load_module(path, catalogue)
+        result = load_module(path, catalogue, cache=cache)
         if isinstance(result, Finding):
             findings.append(result)
         else:

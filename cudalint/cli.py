@@ -24,8 +24,15 @@ def _codes(values: tuple[str, ...]) -> tuple[str, ...]:
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--explain", metavar="CODE", help="Print the documentation of a rule and exit.")
 @click.option("--no-gitignore", is_flag=True, help="Also lint files that .gitignore ignores.")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the summary cache.")
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False),
+    envvar="CUDALINT_CACHE_DIR",
+    help="Where to keep the summary cache [default: ./.cudalint_cache].",
+)
 @click.version_option(__version__, prog_name="cudalint")
-def cli(paths, select, ignore, exclude, fmt, explain, no_gitignore) -> None:
+def cli(paths, select, ignore, exclude, fmt, explain, no_gitignore, no_cache, cache_dir) -> None:
     """Find GPU bugs that raise no error. Lints PATHS (default: the current directory)."""
     from cudalint.registry import RULES, doc, doc_path
 
@@ -45,7 +52,15 @@ def cli(paths, select, ignore, exclude, fmt, explain, no_gitignore) -> None:
         exclude=tuple(exclude),
         respect_gitignore=not no_gitignore,
     )
-    result = lint_paths(list(paths) or ["."], config)
+    cache = None
+    if not no_cache:
+        from pathlib import Path
+
+        from cudalint.cache import Cache
+        from cudalint.catalogue import load_catalogue
+
+        cache = Cache.open(Path(cache_dir) if cache_dir else None, load_catalogue(config.extend_catalogue))
+    result = lint_paths(list(paths) or ["."], config, cache=cache)
     out = click.get_text_stream("stdout")
     if fmt == "json":
         report.as_json(result.findings, out)

@@ -31,9 +31,16 @@ def problem(path: str, reason: str, line: int = 1, column: int = 1) -> Finding:
 
 
 def read(path: str) -> Union[Source, Finding]:
+    data = read_bytes(path)
+    if isinstance(data, Finding):
+        return data
+    return decode(path, data)
+
+
+def read_bytes(path: str) -> Union[bytes, Finding]:
     try:
         with open(path, "rb") as fh:
-            data = fh.read()
+            return fh.read()
     except IsADirectoryError:
         return problem(path, "cannot read: is a directory")
     except PermissionError:
@@ -42,7 +49,6 @@ def read(path: str) -> Union[Source, Finding]:
         return problem(path, "cannot read: no such file (a broken symlink?)")
     except OSError as exc:
         return problem(path, f"cannot read: {exc.strerror or exc}")
-    return decode(path, data)
 
 
 def decode(path: str, data: bytes) -> Union[Source, Finding]:
