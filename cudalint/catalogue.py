@@ -128,7 +128,11 @@ class Catalogue:
             if not any(ch in last for ch in "*?["):
                 words.add(last)
             else:
-                # a glob's last component says nothing; its argument patterns do
+                # a glob's last component says nothing; its last fixed component (`numpy` of
+                # `jax.numpy.*`, which every import of it names) and its argument patterns do
+                fixed = [p for p in api.name.split(".") if not any(ch in p for ch in "*?[")]
+                if len(fixed) > 1:
+                    words.add(fixed[-1])
                 for slots, _ in api.match:
                     words.update(s for s in slots if not s.isdigit())
         words.update(e.name for e in self.env)
