@@ -227,10 +227,15 @@ class Analyzer:
                 target = self.project.resolve_module(name, w.mod)
                 if target is None or target is w.mod:
                     continue
+                # a module's top level runs once per process: a second import finds it in sys.modules
+                key = f"imported:{target.path}"
+                if key in state:
+                    continue
                 summary = self.module_summary(target)
                 state = self.apply(summary, ev, state, w, f"{ev.text} runs {target.path}'s top level")
                 if state is None:
                     return None
+                state = gen(state, [key], Fact(steps=(Step(w.mod.path, ev.loc[0], f"{ev.text} imports {target.path}"),), cause=(ev.text, w.mod.path, ev.loc[0])))
         elif kind == "call":
             target = self.project.resolve_symbol(ev.data[0], w.mod)
             if target is not None:
