@@ -35,9 +35,11 @@ EFFECT_FIELDS = {
     "cuda_ordinal_sink": str,
     "sets_start_method": bool,
     "returns": str,
+    "device_arg": str,
+    "device_ok": list,
 }
 API_FIELDS = {"name", "kind", "init", "note", "evidence", "match", "unless", "library"} | set(EFFECT_FIELDS)
-ENV_FIELDS = {"name", "frozen_by", "rule", "note", "evidence", "library"}
+ENV_FIELDS = {"name", "frozen_by", "also_frozen_by", "reader", "rule", "note", "evidence", "library"}
 
 
 class CatalogueError(ValueError):
@@ -82,6 +84,12 @@ class EnvVar:
     note: str = ""
     evidence: str = ""
     source: str = ""
+    also_frozen_by: tuple[str, ...] = ()  # other facts that freeze it too (pycuda.autoprimaryctx)
+    reader: str = ""  # who reads it, for messages ("CuPy", "PyTorch's CUDA caching allocator")
+
+    @property
+    def frozen_keys(self) -> tuple[str, ...]:
+        return (self.frozen_by,) + self.also_frozen_by
 
 
 @dataclass(frozen=True)
@@ -179,6 +187,8 @@ def _api(raw: Mapping[str, Any], library: str, source: str, index: int) -> Api:
             value = raw[key]
             if isinstance(value, dict):
                 value = tuple(sorted(value.items()))
+            elif isinstance(value, list):
+                value = tuple(value)
             effects.append((key, value))
     return Api(
         name=name.lstrip(".") if kind == "method" else name,
@@ -203,8 +213,12 @@ def _env(raw: Mapping[str, Any], library: str, source: str) -> EnvVar:
     if not isinstance(name, str) or not isinstance(raw.get("frozen_by"), str):
         raise CatalogueError(f"{where}: `name` and `frozen_by` are required strings")
     frozen_by = raw["frozen_by"]
-    if not (frozen_by.startswith("init:") or frozen_by.startswith("import:")):
-        raise CatalogueError(f"{where}: frozen_by must be init:<library|driver> or import:<module>")
+    also = raw.get("also_frozen_by", [])
+    if not isinstance(also, list) or not all(isinstance(k, str) for k in also):
+        raise CatalogueError(f"{where}: `also_frozen_by` must be a list of strings")
+    for key in [frozen_by, *also]:
+        if not (key.startswith("init:") or key.startswith("import:")):
+            raise CatalogueError(f"{where}: frozen_by must be init:<library|driver> or import:<module>, not {key!r}")
     return EnvVar(
         name=name,
         frozen_by=frozen_by,
@@ -213,6 +227,8 @@ def _env(raw: Mapping[str, Any], library: str, source: str) -> EnvVar:
         note=str(raw.get("note", "")),
         evidence=str(raw.get("evidence", "")),
         source=source,
+        also_frozen_by=tuple(also),
+        reader=str(raw.get("reader", "")),
     )
 
 
