@@ -8,7 +8,7 @@ from typing import Iterable, Optional, Sequence, Union
 from cudalint import source
 from cudalint.cache import Cache
 from cudalint.catalogue import Catalogue, load_catalogue
-from cudalint.checks import build_checks, init_keys
+from cudalint.checks import build_checks, init_keys, project_checks
 from cudalint.config import Config
 from cudalint.discover import discover
 from cudalint.findings import Finding
@@ -103,6 +103,7 @@ def lint_files(
     project = Project(modules)
     analyzer = Analyzer(project, build_checks(catalogue, config.enabled), init_keys)
     findings.extend(analyzer.run())
+    findings.extend(project_checks(analyzer, config.enabled))
     by_path = {m.path: m for m in modules}
     kept = [
         f

@@ -20,6 +20,13 @@ def build_checks(catalogue: Catalogue, enabled: Callable[[str], bool]) -> dict[s
     return checks
 
 
+def project_checks(analyzer, enabled: Callable[[str], bool]) -> list:
+    """Checks that look at the whole project after the flow ran (CUD003)."""
+    from cudalint.checks import import_time
+
+    return import_time.check(analyzer) if enabled("CUD003") else []
+
+
 def init_keys(event) -> list[str]:
     """The facts an initializing call establishes: the driver, and the library's own init."""
     _api, library, level, *_ = event.data
