@@ -15,6 +15,7 @@ import libcst as cst
 from cudalint.catalogue import Api, Catalogue
 from cudalint.ir import Block, Branch, ClassInfo, Event, Function, Loop, MainGuard, ModuleIR, Node, Try
 from cudalint.positions import positions
+from cudalint.values import value_info
 
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins"}
 _BUILTINS = {"exit": "builtins.exit", "quit": "builtins.quit"}
@@ -318,6 +319,11 @@ class _Summarizer:
         for arg in call.args:
             self.expr(arg.value, scope, out)
         q = self.qualify(func, scope)
+        if isinstance(func, cst.Name) and func.value == "setattr" and q is None and len(call.args) >= 3:
+            owner = self.qualify(call.args[0].value, scope)
+            attr = literal(call.args[1].value)
+            if owner and isinstance(attr, str):
+                self.monkeypatch_event(f"{owner}.{attr}", call, out)
         self.call_effects(call, q, scope, out)
 
     def call_effects(self, call: cst.Call, q: Optional[str], scope: _Scope, out: list[Node]) -> None:
@@ -341,6 +347,14 @@ class _Summarizer:
         if q.startswith(":") or self.maybe_project(q):
             out.append(self.event("call", call, (q,)))
 
+    def monkeypatch_event(self, q: Optional[str], node: cst.CSTNode, out: list[Node]) -> None:
+        """`torch.cuda.is_available = ...`: a catalogued CUDA API replaced for the whole process (CUD008)."""
+        if q is None or q.startswith(":"):
+            return
+        apis = [a for a in self.cat.calls_named(q) if a.init is not None and not a.is_glob]
+        if apis:
+            out.append(self.event("monkeypatch", node, (q, apis[0].init)))
+
     def receiver_is_value(self, receiver: cst.BaseExpression, scope: _Scope) -> bool:
         """`x.cuda()`, `f().to("cuda")`: a method of an object, not a function of an imported module."""
         parts = dotted(receiver)
@@ -361,13 +375,30 @@ class _Summarizer:
         env_write = api.get("env_write")
         if env_write:
             spec = dict(env_write)
-            out.append(self.env_event(call, self.arg_literal(call, spec.get("key", "0")), self.arg_text(call, spec.get("value", "1"))))
+            value_expr = self.arg_expr(call, spec.get("value", "1"))
+            out.append(self.env_event(call, self.arg_literal(call, spec.get("key", "0")), self.text(value_expr) if value_expr is not None else "", value_expr))
+        device_arg = api.get("device_arg")
+        if device_arg:
+            value_expr = self.arg_expr(call, device_arg)
+            if value_expr is not None:
+                vtype, vlit = value_info(value_expr, self._scope, self.imports)
+                out.append(self.event("device_arg", call, (api.name, vtype, vlit, self.text(value_expr))))
         if api.get("exits"):
             out.append(self.event("exit", call, (api.name,)))
 
     def arg_literal(self, call: cst.Call, slots: str) -> str:
         val = self.arg_value(call, tuple(slots.split("|")), self._scope)
         return val if isinstance(val, str) else ""
+
+    def arg_expr(self, call: cst.Call, slots: str) -> Optional[cst.BaseExpression]:
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        for slot in slots.split("|"):
+            if slot.isdigit() and int(slot) < len(positional):
+                return positional[int(slot)].value
+            for a in call.args:
+                if a.keyword is not None and a.keyword.value == slot:
+                    return a.value
+        return None
 
     def arg_text(self, call: cst.Call, slots: str) -> str:
         positional = [a for a in call.args if a.keyword is None and not a.star]
@@ -379,8 +410,10 @@ class _Summarizer:
                     return self.text(a.value)
         return ""
 
-    def env_event(self, node: cst.CSTNode, var: str, value: str) -> Event:
-        return self.event("env_write", node, (var, value))
+    def env_event(self, node: cst.CSTNode, var: str, value: str, value_expr: Optional[cst.BaseExpression] = None) -> Event:
+        # data: (variable, value source text, value type, exact str value); see cudalint.values
+        vtype, vlit = value_info(value_expr, self._scope, self.imports) if value_expr is not None else ("", "")
+        return self.event("env_write", node, (var, value, vtype, vlit))
 
     def is_env(self, expr: cst.BaseExpression, scope: _Scope) -> bool:
         if isinstance(expr, cst.Name) and scope.is_env_alias(expr.value):
@@ -401,17 +434,18 @@ class _Summarizer:
         if method == "update":
             for arg in call.args:
                 if arg.keyword is not None:
-                    out.append(self.env_event(arg, arg.keyword.value, self.text(arg.value)))
+                    out.append(self.env_event(arg, arg.keyword.value, self.text(arg.value), arg.value))
                 elif arg.star == "" and isinstance(arg.value, cst.Dict):
                     for el in arg.value.elements:
                         if isinstance(el, cst.DictElement):
-                            out.append(self.env_event(el, self.key_of(el.key, scope), self.text(el.value)))
+                            out.append(self.env_event(el, self.key_of(el.key, scope), self.text(el.value), el.value))
                 else:
                     out.append(self.env_event(call, "", self.text(arg.value)))
             return True
         if method == "setdefault" and call.args:
             value = self.text(call.args[1].value) if len(call.args) > 1 else ""
-            out.append(self.env_event(call, self.key_of(call.args[0].value, scope), value))
+            value_expr = call.args[1].value if len(call.args) > 1 else None
+            out.append(self.env_event(call, self.key_of(call.args[0].value, scope), value, value_expr))
             return True
         if method in ("pop", "__delitem__", "__setitem__") and call.args:
             out.append(self.env_event(call, self.key_of(call.args[0].value, scope), ""))
@@ -526,7 +560,7 @@ class _Summarizer:
                 if isinstance(small.value, cst.Dict):
                     for el in small.value.elements:
                         if isinstance(el, cst.DictElement):
-                            out.append(self.env_event(el, self.key_of(el.key, scope), self.text(el.value)))
+                            out.append(self.env_event(el, self.key_of(el.key, scope), self.text(el.value), el.value))
                 else:
                     out.append(self.env_event(small, "", self.text(small.value)))
             else:
@@ -595,10 +629,11 @@ class _Summarizer:
         if isinstance(target, cst.Subscript):
             self.expr(target.value, scope, out)
             if self.is_env(target.value, scope):
-                out.append(self.env_event(stmt, self.subscript_key(target, scope), self.text(value) if value is not None else ""))
+                out.append(self.env_event(stmt, self.subscript_key(target, scope), self.text(value) if value is not None else "", value))
             return
         if isinstance(target, cst.Attribute):
             self.expr(target.value, scope, out)
+            self.monkeypatch_event(self.qualify(target, scope), stmt, out)
             parts = dotted(target)
             if bind and value is not None and parts and parts[0] in ("self", "cls") and len(parts) == 2 and scope.cls:
                 typ = self.type_of_value(value, scope)
