@@ -9,14 +9,15 @@ from __future__ import annotations
 from typing import Callable
 
 from cudalint.catalogue import Catalogue
-from cudalint.checks import env
+from cudalint.checks import device_values, env, monkeypatch
 from cudalint.flow import Check
 
 
 def build_checks(catalogue: Catalogue, enabled: Callable[[str], bool]) -> dict[str, list[Check]]:
     checks: dict[str, list[Check]] = {}
-    for kind, check in env.checks(catalogue, enabled):
-        checks.setdefault(kind, []).append(check)
+    for module in (env, device_values, monkeypatch):
+        for kind, check in module.checks(catalogue, enabled):
+            checks.setdefault(kind, []).append(check)
     return checks
 
 
