@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Optional, Sequence, Union
 
-from cudalint import source
+from cudalint import notebook, source
 from cudalint.cache import Cache
 from cudalint.catalogue import Catalogue, load_catalogue
 from cudalint.checks import build_checks, init_keys, project_checks
@@ -15,7 +15,8 @@ from cudalint.findings import Finding
 from cudalint.flow import Analyzer
 from cudalint.ir import ModuleIR
 from cudalint.project import Project, module_name
-from cudalint.summarize import summarize
+from cudalint.notebook import Notebook
+from cudalint.summarize import noqa_lines, summarize
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,29 @@ def _summarize_bytes(path: str, data: bytes, modname: str, is_package: bool, cat
         return source.problem(path, "cannot analyze: nested too deeply")
 
 
+def load_notebook(
+    path: str, catalogue: Catalogue, cache: Optional[Cache] = None
+) -> Union[tuple[Notebook, Union[ModuleIR, Finding]], Finding]:
+    """A notebook as one module in cell order (cudalint.notebook); its lines are the notebook's source lines."""
+    nb = notebook.read(path)
+    if isinstance(nb, Finding):
+        return nb
+    result = load_module(path, catalogue, text=nb.source, cache=cache)
+    if isinstance(result, ModuleIR):
+        # nobody imports a notebook; noqa comments are in the cells' own text
+        result = replace(result, module="", noqa=noqa_lines(nb.original))
+    return nb, result
+
+
+def _map_notebooks(finding: Finding, notebooks: dict[str, Notebook]) -> Finding:
+    nb = notebooks.get(finding.path)
+    if nb is not None:
+        return nb.map_finding(finding)
+    if any(s.path in notebooks for s in finding.witness):
+        return replace(finding, witness=tuple(notebooks[s.path].map_step(s) if s.path in notebooks else s for s in finding.witness))
+    return finding
+
+
 def suppressed(finding: Finding, mod: Optional[ModuleIR]) -> bool:
     if mod is None or not mod.noqa:
         return False
@@ -90,12 +114,18 @@ def lint_files(
 ) -> LintResult:
     modules: list[ModuleIR] = []
     findings: list[Finding] = list(extra)
+    notebooks: dict[str, Notebook] = {}
     count = 0
     for path in files:
         count += 1
         if path.endswith(".ipynb"):
-            continue  # notebooks: see cudalint.notebook (not yet supported)
-        result = load_module(path, catalogue, cache=cache)
+            result = load_notebook(path, catalogue, cache)
+            if isinstance(result, tuple):
+                notebooks[path] = result[0]
+                findings.extend(result[0].problems)
+                result = result[1]
+        else:
+            result = load_module(path, catalogue, cache=cache)
         if isinstance(result, Finding):
             findings.append(result)
         else:
@@ -110,6 +140,8 @@ def lint_files(
         for f in findings
         if config.enabled(f.code) and not suppressed(f, by_path.get(f.path)) and not _per_file_ignored(f, config)
     ]
+    if notebooks:
+        kept = [_map_notebooks(f, notebooks) for f in kept]
     kept.sort(key=Finding.sort_key)
     return LintResult(findings=tuple(kept), files=count)
 

@@ -12,9 +12,13 @@ class Step:
     path: str
     line: int
     note: str
+    cell: int | None = field(default=None, compare=False)  # notebooks: 1-based cell; `line` is then within it
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "line": self.line, "note": self.note}
+        out: dict[str, Any] = {"path": self.path, "line": self.line, "note": self.note}
+        if self.cell is not None:
+            out["cell"] = self.cell
+        return out
 
 
 @dataclass(frozen=True)

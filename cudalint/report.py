@@ -18,7 +18,8 @@ def text(findings: Iterable[Finding], out: TextIO, files: int) -> None:
     for f in findings:
         out.write(f"{location(f)}: {f.code} {f.message}\n")
         for step in f.witness:
-            out.write(f"    {step.path}:{step.line}: {step.note}\n")
+            where = f"{step.path}:cell {step.cell}:{step.line}" if step.cell is not None else f"{step.path}:{step.line}"
+            out.write(f"    {where}: {step.note}\n")
     paths = {f.path for f in findings}
     if findings:
         noun = "finding" if len(findings) == 1 else "findings"
