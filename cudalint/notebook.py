@@ -203,7 +203,7 @@ class _Builder:
             if name in PYTHON_LINE_MAGICS:
                 stmt = re.sub(r"^(?:-\w+(?:\s+\d+)?\s+)*", "", rest)
                 if stmt and _parses(stmt):
-                    return indent + " " * (len(stripped) - len(stmt)) + stmt  # columns stay where they were
+                    return indent + stmt
             return indent + "pass"
         m = _CAPTURE.match(line)
         if m is not None:
