@@ -1,4 +1,4 @@
-"""Write the notebook fixtures (nbformat 4.5 JSON, as Jupyter saves them): run from the repository root.
+"""Write the notebook fixtures (nbformat 4.5 JSON, as Jupyter saves them): run from the repository root."""
 import json, sys
 
 def save(path, cells):

@@ -33,6 +33,12 @@ def _statement_at(mod: ModuleIR, line: int) -> Optional[Event]:
     return None
 
 
+def _chooses_gpus_first(mod: ModuleIR, line: int) -> bool:
+    """The module sets CUDA_VISIBLE_DEVICES before it initializes: it is the project's device setup,
+    and the GPU choice is made (CUD001 judges whether in time)."""
+    return any(ev.kind == "env_write" and ev.data[:1] == ("CUDA_VISIBLE_DEVICES",) and ev.loc[0] < line for ev in _events(mod.top))
+
+
 def check(analyzer: Analyzer) -> list[Finding]:
     importers = analyzer.project.importers()
     if not importers:
@@ -48,7 +54,7 @@ def check(analyzer: Analyzer) -> list[Finding]:
         if fact is None:
             continue
         top = fact.steps[-1]  # outermost step: the statement of this module's top level
-        if top.path != mod.path:
+        if top.path != mod.path or _chooses_gpus_first(mod, top.line):
             continue
         ev = _statement_at(mod, top.line)
         loc = ev.loc if ev is not None else (top.line, 1, top.line, 1)
