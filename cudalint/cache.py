@@ -35,6 +35,22 @@ def catalogue_fingerprint(catalogue: Catalogue) -> str:
     return h.hexdigest()[:16]
 
 
+def code_fingerprint() -> str:
+    """A hash of cudalint's own source: a summary made by other code is never reused.
+
+    The version alone is not enough between releases (and in a checkout), when the IR changes.
+    """
+    h = hashlib.sha256()
+    package = Path(__file__).resolve().parent
+    for path in sorted(package.rglob("*.py")):
+        try:
+            h.update(path.relative_to(package).as_posix().encode())
+            h.update(path.read_bytes())
+        except OSError:
+            continue
+    return h.hexdigest()[:16]
+
+
 def default_cache_dir() -> Path:
     env = os.environ.get("CUDALINT_CACHE_DIR")
     return Path(env) if env else Path.cwd() / CACHE_DIR_NAME
@@ -50,7 +66,10 @@ class Cache:
     @classmethod
     def open(cls, directory: Optional[Path], catalogue: Catalogue) -> "Cache":
         directory = directory or default_cache_dir()
-        return cls(directory=directory, salt=f"{_FORMAT}:{__version__}:{catalogue_fingerprint(catalogue)}")
+        return cls(
+            directory=directory,
+            salt=f"{_FORMAT}:{__version__}:{code_fingerprint()}:{catalogue_fingerprint(catalogue)}",
+        )
 
     def key(self, path: str, modname: str, data: bytes) -> str:
         h = hashlib.sha256()
