@@ -318,6 +318,14 @@ class _Summarizer(ThreadEvents):
             return
         if isinstance(expr, (cst.Name, cst.SimpleString, cst.Integer, cst.Float, cst.Imaginary)):
             return
+        if isinstance(expr, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+            # a comprehension's element runs once per item: a loop (threads started in it are several)
+            inner: list[Node] = []
+            for child in expr.children:
+                self.expr(child, scope, inner)
+            if inner:
+                out.append(Loop(body=tuple(inner), orelse=(), loc=self.loc_node(expr)))
+            return
         for child in expr.children:
             self.expr(child, scope, out)
 

@@ -278,7 +278,7 @@ class ThreadEvents:
                 return self.thread_target(expr.args[0].value, scope, out)
             use = self.llama_receiver(expr, scope)
             if use is not None and self._stream_flag(expr, use[0]) == "1":
-                self.mark_stream(out, expr, "iter")  # iterated over there, not here
+                self.mark_stream(out, expr, "handed")  # iterated over there, not here
                 return ("", "", f"iter|{use[1]}")
             if q and (q.startswith(":") or self.maybe_project(q)):
                 return (q, "", "")  # a generator function: its body runs where it is iterated

@@ -249,7 +249,7 @@ class ThreadAnalysis:
             if api is None:
                 return None
             cls = api.get("returns") or api.name
-            short = rest.rsplit(".", 1)[-1]
+            short = cls.rsplit(".", 1)[-1]
             return Obj(identity=store or ("fresh", mod.path, line), cls=cls, created=Step(mod.path, line, f"the {short} is created here"), api=rest)
         if kind == "ref":
             return self.obj(self.canon(rest, mod, fn), depth + 1)
@@ -424,9 +424,11 @@ class ThreadAnalysis:
         if target is None:
             return
         tmod, tfn = target
+        if tfn.is_generator and any(s.event.kind == "thread_start" and s.event.loc[0] == ev.loc[0] for s in self.sites.get((mod.path, qual), ())):
+            return  # a generator handed to another thread: its body runs there, not here
         if self.singleton(tfn) == "locked":
             locks = locks | {("cache", tmod.path, tfn.qualname)}
-        step = Step(mod.path, ev.loc[0], f"{ev.text} calls {tfn.qualname}()")
+        step = Step(mod.path, ev.loc[0], f"{tfn.qualname}() is called here")
         self._add((tmod.path, tfn.qualname), replace(ctx, locks=locks, steps=ctx.steps + (step,)), work)
 
     def thread_subclass_start(self, symbol: str, mod: ModuleIR) -> Optional[tuple[ModuleIR, str]]:
@@ -456,7 +458,10 @@ class ThreadAnalysis:
             tmod, tfn = target
             what = f"{tfn.qualname}()" if "<lambda" not in tfn.qualname else "the lambda"
         else:
-            tmod, tfn, what = None, None, (obj.partition("|")[0] + "()" if obj else "it")
+            method, _, ref = obj.partition("|")
+            name = ref.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
+            what = f"iterating {name}'s stream" if method == "iter" else (f"{name}()" if method == "__call__" else f"{name}.{method}()")
+            tmod, tfn = None, None
         where = "several worker threads at once" if spawn_many else "another thread"
         step = Step(mod.path, ev.loc[0], f"{short}(...) runs {what} on {where}" + (" (in a loop)" if site.in_loop and not many else ""))
         if tfn is not None and tfn.is_async:
@@ -513,6 +518,8 @@ class ThreadAnalysis:
                 continue
             if ev.kind == "llama_use":
                 method, ref, flag = ev.data
+                if flag == "handed":
+                    continue  # a thread start consumes it (see _direct)
             elif ev.kind == "llama_iter":
                 method, ref, flag = "__iter__", ev.data[0], "iter"
             elif ev.kind == "call":

@@ -32,8 +32,10 @@ def check(project: Project, catalogue: Catalogue, enabled: Callable[[str], bool]
         for use in model.uses:
             by_obj.setdefault(use.obj.identity, []).append(use)
         for uses in by_obj.values():
-            for use in sorted(uses, key=lambda u: (u.path, u.event.loc, u.ctx.id)):
-                other = next((o for o in uses if concurrent(use, o) and not (use.locks & o.locks)), None)
+            # at a site reached several ways, explain it through a thread rather than the main thread
+            for use in sorted(uses, key=lambda u: (u.path, u.event.loc, u.ctx.id == "main", not u.ctx.many, u.ctx.id)):
+                candidates = [use] + [o for o in uses if o is not use]
+                other = next((o for o in candidates if concurrent(use, o) and not (use.locks & o.locks)), None)
                 if other is None:
                     continue
                 key = ("CUD101", use.path, use.event.loc[0], use.event.loc[1])
@@ -46,6 +48,8 @@ def check(project: Project, catalogue: Catalogue, enabled: Callable[[str], bool]
                 guard = "with no lock held" if not use.locks else "under a lock the other threads do not take"
                 if other is use or other.ctx.id == use.ctx.id:
                     others = f"on {use.ctx.how}, several at once"
+                elif other.ctx.how == use.ctx.how:
+                    others = f"on {use.ctx.how}, while other {other.ctx.how} use it too"
                 else:
                     others = f"on {use.ctx.how}, while it is also used on {other.ctx.how}"
                 message = (
