@@ -104,7 +104,10 @@ class ThreadEvents:
             use = self.llama_receiver(value, scope)
             if use is not None and self._stream_flag(value, use[0]) not in ("", "?"):
                 return "stream:" + use[1]
-            return self.ref(value, scope)
+            r = self.ref(value, scope)
+            if r is None and q and scope.qualname == "" and not q.startswith(":") and self.cat.library_of(q):
+                return f"t:{q}"  # a module global made by a library (`app = Flask(...)`), for importers
+            return r
         if isinstance(value, (cst.Name, cst.Attribute)):
             r = self.ref(value, scope)
             return "ref:" + r if r else None

@@ -332,7 +332,7 @@ class ThreadAnalysis:
             else:
                 out.append(((mod.path, ""), MAIN))
             for qual, fn in mod.functions.items():
-                mode = self.endpoint(fn)
+                mode = self.endpoint(fn, mod)
                 if mode is None:
                     continue
                 if fn.is_async and mode == "sync":
@@ -351,11 +351,21 @@ class ThreadAnalysis:
                         return ev.loc[0]
         return None
 
-    def endpoint(self, fn: Function) -> Optional[str]:
+    def endpoint(self, fn: Function, mod: ModuleIR) -> Optional[str]:
         for dec in fn.decorators:
-            for api in self.cat.calls_named(dec) if dec else ():
-                if api.get("endpoint"):
-                    return api.get("endpoint")
+            for name in (dec, self.imported_method(dec, mod)):
+                for api in self.cat.calls_named(name) if name else ():
+                    if api.get("endpoint"):
+                        return api.get("endpoint")
+        return None
+
+    def imported_method(self, symbol: str, mod: ModuleIR) -> Optional[str]:
+        """`application.app.route` -> `flask.Flask.route` when `app = Flask(...)` in `application`."""
+        obj, _, method = symbol.rpartition(".")
+        key = self.canon("m:" + obj, mod, "") if obj else None
+        for origin, *_ in self.binds.get(key, ()) if key else ():
+            if origin.startswith("t:"):
+                return f"{origin[2:]}.{method}"
         return None
 
     def run(self) -> ThreadModel:
