@@ -133,7 +133,7 @@ def lint_files(
     project = Project(modules)
     analyzer = Analyzer(project, build_checks(catalogue, config.enabled), init_keys)
     findings.extend(analyzer.run())
-    findings.extend(project_checks(analyzer, config.enabled))
+    findings.extend(project_checks(analyzer, config.enabled, catalogue))
     by_path = {m.path: m for m in modules}
     kept = [
         f

@@ -37,6 +37,16 @@ EFFECT_FIELDS = {
     "returns": str,
     "device_arg": str,
     "device_ok": list,
+    # threads (CUD101/CUD102): see rules/catalogue/README.md
+    "thread_target": str,
+    "thread_many": bool,
+    "thread_waits": bool,
+    "concurrency": str,
+    "endpoint": str,
+    "singleton": str,
+    "lock_count": str,
+    "streams": str,
+    "reruns_script": bool,
 }
 API_FIELDS = {"name", "kind", "init", "note", "evidence", "match", "unless", "library"} | set(EFFECT_FIELDS)
 ENV_FIELDS = {"name", "frozen_by", "also_frozen_by", "reader", "rule", "note", "evidence", "library"}
@@ -123,6 +133,18 @@ class Catalogue:
             if root in lib.import_roots:
                 return lib.name
         return None
+
+    def context_methods(self) -> dict[str, tuple[str, ...]]:
+        """Class -> the methods that use its llama.cpp/ggml context (`touches_context` entries).
+
+        The tracer wraps these to see two threads inside one instance at once (CUD101 at run time).
+        """
+        out: dict[str, list[str]] = {}
+        for api in self.apis:
+            if api.get("touches_context") and api.kind == "call" and "." in api.name:
+                cls, _, method = api.name.rpartition(".")
+                out.setdefault(cls, []).append(method)
+        return {cls: tuple(dict.fromkeys(ms)) for cls, ms in out.items()}
 
     def trigger_words(self) -> frozenset[str]:
         """Identifiers whose absence from a file proves the file has no catalogue effect."""

@@ -27,6 +27,22 @@ class Event:
     - "raise": (): an exception is raised
     - "return": (): the function returns
     - "break" / "continue": ()
+    Threads (cudalint.threads; the flow engine ignores them). A `ref` names where an object lives:
+    "v:<function qualname>:<name>" ("v::<name>" a module global), "a:<class>.<attr>" (an instance
+    attribute), "m:<qualified name>" (another module's global), "c:<call symbol>" (a call's result).
+    - "bind": (target ref, origin): an assignment; origin is "new:<api>" (a catalogued constructor),
+      "lock:<api>:<1|0>" (a lock; 0 when its count is above one), "stream:<ref>" (a lazy stream of
+      that object), "c:<symbol>" (a project call's result) or "ref:<ref>" (another object)
+    - "return": (origin,) when the returned value has an origin (see "bind")
+    - "llama_use": (method, receiver ref, stream): a call that may use a llama context; stream is
+      "" (not streamed), "1" (stream=True, consumed elsewhere), "iter" (iterated right here),
+      "bound:<name>" (kept in a local that "llama_iter" events consume), "?" (not a literal)
+    - "llama_iter": (receiver ref, name): a stream kept in `name` is iterated here
+    - "llama_new": (api,): a catalogued constructor of an object that owns a llama context
+    - "thread_start": (api, target symbol, receiver ref, object ref, many, waits, arg refs,
+      concurrency): a callable handed to another thread
+    - "lock_enter" / "lock_exit": (ref,): `with x:` / `x.acquire()` and the matching exit
+    - "concurrency": (api, value): a framework-wide concurrency setting (gradio's queue)
     """
 
     kind: str
@@ -82,6 +98,9 @@ class Function:
     loc: Loc
     body: Block
     is_async: bool = False
+    decorators: tuple[str, ...] = ()  # qualified names of the decorators, "" when unknown
+    params: tuple[str, ...] = ()
+    is_generator: bool = False
 
 
 @dataclass(frozen=True)

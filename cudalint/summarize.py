@@ -15,6 +15,7 @@ import libcst as cst
 from cudalint.catalogue import Api, Catalogue
 from cudalint.ir import Block, Branch, ClassInfo, Event, Function, Loop, MainGuard, ModuleIR, Node, Try
 from cudalint.positions import positions
+from cudalint.thread_events import ThreadEvents
 from cudalint.values import value_info
 
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins"}
@@ -105,6 +106,9 @@ class _Scope:
     consts: dict[str, object] = field(default_factory=dict)
     env_aliases: set[str] = field(default_factory=set)
     parent: Optional["_Scope"] = None
+    bound: set[str] = field(default_factory=set)  # names assigned here (thread events' refs)
+    globals_: set[str] = field(default_factory=set)  # `global` declarations
+    streams: dict[str, str] = field(default_factory=dict)  # local -> ref of the Llama it streams from
 
     def lookup_def(self, name: str) -> Optional[str]:
         scope: Optional[_Scope] = self
@@ -150,7 +154,7 @@ class _Scope:
         return out
 
 
-class _Summarizer:
+class _Summarizer(ThreadEvents):
     def __init__(self, module: cst.Module, path: str, modname: str, catalogue: Catalogue, is_package: bool):
         self.module = module
         self.path = path
@@ -165,6 +169,7 @@ class _Summarizer:
         self.wanted: list[cst.CSTNode] = []
         self.env_mappings = {a.name for a in catalogue.apis if a.get("env_mapping")}
         self.lib_roots = {r for lib in catalogue.libraries for r in lib.import_roots}
+        self.init_thread_events()
 
     # ---------- events -------------------------------------------------------------------
     def event(self, kind: str, node: cst.CSTNode, data: tuple = (), text: Optional[str] = None) -> Event:
@@ -288,6 +293,13 @@ class _Summarizer:
             return
         if isinstance(expr, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
             return  # not executed here
+        if isinstance(expr, cst.Yield):
+            if self._yields:
+                self._yields[-1] = True
+            if isinstance(expr.value, cst.From):
+                self.expr(expr.value.item, scope, out)
+                self.stream_iteration(expr.value.item, scope, out)
+                return
         if isinstance(expr, cst.BooleanOperation):
             self.expr(expr.left, scope, out)
             right: list[Node] = []
@@ -306,6 +318,14 @@ class _Summarizer:
             return
         if isinstance(expr, (cst.Name, cst.SimpleString, cst.Integer, cst.Float, cst.Imaginary)):
             return
+        if isinstance(expr, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+            # a comprehension's element runs once per item: a loop (threads started in it are several)
+            inner: list[Node] = []
+            for child in expr.children:
+                self.expr(child, scope, inner)
+            if inner:
+                out.append(Loop(body=tuple(inner), orelse=(), loc=self.loc_node(expr)))
+            return
         for child in expr.children:
             self.expr(child, scope, out)
 
@@ -318,13 +338,14 @@ class _Summarizer:
             self.expr(func, scope, out)
         for arg in call.args:
             self.expr(arg.value, scope, out)
-        q = self.qualify(func, scope)
+        q = self.callee(call, scope)
         if isinstance(func, cst.Name) and func.value == "setattr" and q is None and len(call.args) >= 3:
             owner = self.qualify(call.args[0].value, scope)
             attr = literal(call.args[1].value)
             if owner and isinstance(attr, str):
                 self.monkeypatch_event(f"{owner}.{attr}", call, out)
         self.call_effects(call, q, scope, out)
+        self.llama_call_events(call, scope, out)
 
     def call_effects(self, call: cst.Call, q: Optional[str], scope: _Scope, out: list[Node]) -> None:
         matched = False
@@ -332,7 +353,7 @@ class _Summarizer:
             for api in self.cat.calls_named(q):
                 if self.applies(api, call, scope):
                     matched = True
-                    self.api_effects(api, call, out)
+                    self.api_effects(api, call, out, scope)
                     break
             if not matched and self.env_call(call, q, scope, out):
                 return
@@ -340,7 +361,7 @@ class _Summarizer:
             for api in self.cat.methods.get(call.func.attr.value, ()):
                 if self.applies(api, call, scope):
                     matched = True
-                    self.api_effects(api, call, out)
+                    self.api_effects(api, call, out, scope)
                     break
         if matched or q is None:
             return
@@ -369,7 +390,8 @@ class _Summarizer:
         root = q.split(".", 1)[0]
         return root not in self.lib_roots and root not in _STDLIB
 
-    def api_effects(self, api: Api, call: cst.Call, out: list[Node]) -> None:
+    def api_effects(self, api: Api, call: cst.Call, out: list[Node], scope: Optional[_Scope] = None) -> None:
+        self.thread_api_effects(api, call, scope or self._scope, out)
         if api.initializes:
             out.append(self.event("init", call, (api.name, api.library, api.init, api.note)))
         env_write = api.get("env_write")
@@ -486,6 +508,7 @@ class _Summarizer:
                 out.append(Branch(arms=(body, self.orelse_block(stmt.orelse, scope)), exhaustive=True))
         elif isinstance(stmt, cst.For):
             self.expr(stmt.iter, scope, out)
+            self.stream_iteration(stmt.iter, scope, out)
             self.bind(stmt.target, None, scope)
             out.append(Loop(body=self.suite(stmt.body, scope), orelse=self.orelse_block(stmt.orelse, scope), loc=self.loc_node(stmt)))
         elif isinstance(stmt, cst.While):
@@ -506,6 +529,7 @@ class _Summarizer:
                 )
             )
         elif isinstance(stmt, cst.With):
+            held = []
             for item in stmt.items:
                 self.expr(item.item, scope, out)
                 if isinstance(item.item, cst.Call):
@@ -515,8 +539,16 @@ class _Summarizer:
                             self.api_effects(api, item.item, out)
                             break
                 if item.asname is not None:
+                    origin = self.origin(item.item, scope)
                     self.bind(item.asname.name, item.item, scope)
+                    self.bind_event(item.asname.name, origin, item, scope, out)
+                lock = self.lock_ref(item.item, scope)
+                if lock:
+                    out.append(self.event("lock_enter", item.item, (lock,)))
+                    held.append((lock, item.item))
             out.extend(self.suite(stmt.body, scope))
+            for lock, node in reversed(held):
+                out.append(self.event("lock_exit", node, (lock,)))
         elif isinstance(stmt, cst.FunctionDef):
             self.funcdef(stmt, scope, out)
         elif isinstance(stmt, cst.ClassDef):
@@ -548,6 +580,7 @@ class _Summarizer:
             self.expr(small.value, scope, out)
         elif isinstance(small, cst.Assign):
             self.expr(small.value, scope, out)
+            self.stream_binding(small.value, [t.target for t in small.targets], scope, out)
             for target in small.targets:
                 self.assign_target(target.target, small.value, small, scope, out)
         elif isinstance(small, cst.AnnAssign):
@@ -571,7 +604,7 @@ class _Summarizer:
                     out.append(self.env_event(small, self.subscript_key(target, scope), ""))
         elif isinstance(small, cst.Return):
             self.expr(small.value, scope, out)
-            out.append(self.event("return", small, ()))
+            out.append(self.event("return", small, self.return_data(small.value, scope)))
         elif isinstance(small, cst.Raise):
             self.expr(small.exc, scope, out)
             out.append(self.event("raise", small, ()))
@@ -606,7 +639,9 @@ class _Summarizer:
             self.import_effects(small, [base], out, submodules=targets)
         elif isinstance(small, cst.Assert):
             self.expr(small.test, scope, out)
-        elif isinstance(small, (cst.Pass, cst.Global, cst.Nonlocal)):
+        elif isinstance(small, cst.Global):
+            scope.globals_.update(n.name.value for n in small.names)
+        elif isinstance(small, (cst.Pass, cst.Nonlocal)):
             pass
         else:
             for child in small.children:
@@ -635,13 +670,17 @@ class _Summarizer:
             self.expr(target.value, scope, out)
             self.monkeypatch_event(self.qualify(target, scope), stmt, out)
             parts = dotted(target)
+            if bind and value is not None:
+                self.bind_event(target, self.origin(value, scope), stmt, scope, out)
             if bind and value is not None and parts and parts[0] in ("self", "cls") and len(parts) == 2 and scope.cls:
                 typ = self.type_of_value(value, scope)
                 if typ:
                     self.attr_types.setdefault((scope.cls, parts[1]), typ)
             return
         if bind:
+            origin = self.origin(value, scope) if value is not None and isinstance(target, cst.Name) else None
             self.bind(target, value, scope)
+            self.bind_event(target, origin, stmt, scope, out)
 
     def type_of_value(self, value: cst.BaseExpression, scope: _Scope) -> Optional[str]:
         if isinstance(value, cst.Call):
@@ -658,6 +697,7 @@ class _Summarizer:
         if not isinstance(target, cst.Name):
             return
         name = target.value
+        scope.bound.add(name)
         scope.types.pop(name, None)
         scope.env_aliases.discard(name)
         scope.consts.pop(name, None)
@@ -688,6 +728,8 @@ class _Summarizer:
         lib = [n for n in seen if n.split(".")[0] in self.lib_roots]
         for name in seen:
             for api in self.cat.imports.get(name, ()):
+                if not api.initializes:
+                    continue  # e.g. `streamlit` (reruns_script): read by cudalint.threads from import_lib
                 out.append(self.event("init", node, (api.name, api.library, api.init, api.note)))
         if lib:
             out.append(self.event("import_lib", node, tuple(lib)))
@@ -714,9 +756,22 @@ class _Summarizer:
             inner = _Scope(qualname=qualname, cls=cls, parent=scope.parent)
         else:
             inner = _Scope(qualname=qualname, cls=scope.cls, parent=scope)
-        body = self.suite(node.body, inner)
+        params = tuple(p.name.value for p in _params(node.params))
+        inner.bound.update(params)
+        binds = self.param_binds(node, qualname, scope)
+        self._yields.append(False)
+        body = tuple(binds) + self.suite(node.body, inner)
+        is_generator = self._yields.pop()
         self._scope = scope
-        self.functions[qualname] = Function(qualname=qualname, loc=self.loc_node(node.name), body=body, is_async=node.asynchronous is not None)
+        self.functions[qualname] = Function(
+            qualname=qualname,
+            loc=self.loc_node(node.name),
+            body=body,
+            is_async=node.asynchronous is not None,
+            decorators=self.decorator_names(node, scope),
+            params=params,
+            is_generator=is_generator,
+        )
 
     def classdef(self, node: cst.ClassDef, scope: _Scope, out: list[Node]) -> None:
         for dec in node.decorators:
@@ -807,7 +862,7 @@ def summarize(module: cst.Module, source: str, path: str, modname: str, catalogu
     top = s.block(module.body, top_scope)
     pos = positions(module, s.wanted)
     functions = {
-        name: Function(qualname=f.qualname, loc=pos.get(id(f.loc), (0, 0, 0, 0)), body=_finalize_block(f.body, pos), is_async=f.is_async)
+        name: replace(f, loc=pos.get(id(f.loc), (0, 0, 0, 0)), body=_finalize_block(f.body, pos))
         for name, f in s.functions.items()
     }
     return ModuleIR(

@@ -21,11 +21,14 @@ def build_checks(catalogue: Catalogue, enabled: Callable[[str], bool]) -> dict[s
     return checks
 
 
-def project_checks(analyzer, enabled: Callable[[str], bool]) -> list:
-    """Checks that look at the whole project after the flow ran (CUD003)."""
-    from cudalint.checks import import_time
+def project_checks(analyzer, enabled: Callable[[str], bool], catalogue: Catalogue | None = None) -> list:
+    """Checks that look at the whole project after the flow ran (CUD003; the thread model: CUD101/CUD102)."""
+    from cudalint.checks import import_time, llama
 
-    return import_time.check(analyzer) if enabled("CUD003") else []
+    out = import_time.check(analyzer) if enabled("CUD003") else []
+    if catalogue is not None:
+        out.extend(llama.check(analyzer.project, catalogue, enabled))
+    return out
 
 
 def init_keys(event) -> list[str]:
