@@ -12,6 +12,7 @@ from typing import Iterable, Optional, Sequence
 
 import libcst as cst
 
+from cudalint import labels
 from cudalint.catalogue import Api, Catalogue
 from cudalint.ir import Block, Branch, ClassInfo, Event, Function, Loop, MainGuard, ModuleIR, Node, Try
 from cudalint.positions import positions
@@ -104,7 +105,18 @@ class _Scope:
     types: dict[str, str] = field(default_factory=dict)  # variable -> qualified type or ":C"
     consts: dict[str, object] = field(default_factory=dict)
     env_aliases: set[str] = field(default_factory=set)
+    labels: dict[str, frozenset] = field(default_factory=dict)  # variable -> value labels (cudalint.labels)
     parent: Optional["_Scope"] = None
+
+    def lookup_labels(self, name: str) -> frozenset:
+        scope: Optional[_Scope] = self
+        while scope is not None:
+            if name in scope.labels:
+                return scope.labels[name]
+            if name in scope.types or name in scope.consts or name in scope.env_aliases:
+                return frozenset()  # rebound here without labels
+            scope = scope.parent
+        return frozenset()
 
     def lookup_def(self, name: str) -> Optional[str]:
         scope: Optional[_Scope] = self
@@ -165,6 +177,7 @@ class _Summarizer:
         self.wanted: list[cst.CSTNode] = []
         self.env_mappings = {a.name for a in catalogue.apis if a.get("env_mapping")}
         self.lib_roots = {r for lib in catalogue.libraries for r in lib.import_roots}
+        self.return_labels: dict[str, set] = {}  # function qualname -> labels of its returned values
 
     # ---------- events -------------------------------------------------------------------
     def event(self, kind: str, node: cst.CSTNode, data: tuple = (), text: Optional[str] = None) -> Event:
@@ -241,6 +254,9 @@ class _Summarizer:
             if name in self.classes:
                 return q
             return None
+        for api in self.cat.calls_named(q):
+            if api.get("returns") and self.applies(api, call, scope):
+                return api.get("returns")
         return q
 
     # ---------- argument matching ---------------------------------------------------------
@@ -263,6 +279,11 @@ class _Summarizer:
         val = literal(expr, scope.all_consts())
         if val is not _UNKNOWN:
             return val
+        # a command line given as a list of strings stands for the words joined by spaces
+        if isinstance(expr, (cst.List, cst.Tuple)) and expr.elements:
+            words = [literal(el.value, scope.all_consts()) for el in expr.elements if isinstance(el, cst.Element)]
+            if words and all(isinstance(w, str) for w in words):
+                return " ".join(words)  # type: ignore[arg-type]
         # torch.device("cuda:1") stands for its string
         if isinstance(expr, cst.Call) and expr.args:
             q = self.qualify(expr.func, scope)
@@ -324,6 +345,7 @@ class _Summarizer:
             attr = literal(call.args[1].value)
             if owner and isinstance(attr, str):
                 self.monkeypatch_event(f"{owner}.{attr}", call, out)
+        labels.method_call(self, call, q, scope, out)
         self.call_effects(call, q, scope, out)
 
     def call_effects(self, call: cst.Call, q: Optional[str], scope: _Scope, out: list[Node]) -> None:
@@ -385,6 +407,7 @@ class _Summarizer:
                 out.append(self.event("device_arg", call, (api.name, vtype, vlit, self.text(value_expr))))
         if api.get("exits"):
             out.append(self.event("exit", call, (api.name,)))
+        labels.api_effects(self, api, call, self._scope, out)
 
     def arg_literal(self, call: cst.Call, slots: str) -> str:
         val = self.arg_value(call, tuple(slots.split("|")), self._scope)
@@ -411,9 +434,11 @@ class _Summarizer:
         return ""
 
     def env_event(self, node: cst.CSTNode, var: str, value: str, value_expr: Optional[cst.BaseExpression] = None) -> Event:
-        # data: (variable, value source text, value type, exact str value); see cudalint.values
+        # data: (variable, value source text, value type, exact str value, labels); see cudalint.values
+        # and cudalint.labels (CUD004 sees NVML indices written to CUDA_VISIBLE_DEVICES)
         vtype, vlit = value_info(value_expr, self._scope, self.imports) if value_expr is not None else ("", "")
-        return self.event("env_write", node, (var, value, vtype, vlit))
+        found = labels.for_event(self, value_expr, self._scope) if value_expr is not None else ()
+        return self.event("env_write", node, (var, value, vtype, vlit, found))
 
     def is_env(self, expr: cst.BaseExpression, scope: _Scope) -> bool:
         if isinstance(expr, cst.Name) and scope.is_env_alias(expr.value):
@@ -487,6 +512,7 @@ class _Summarizer:
         elif isinstance(stmt, cst.For):
             self.expr(stmt.iter, scope, out)
             self.bind(stmt.target, None, scope)
+            labels.on_for(self, stmt.target, stmt.iter, scope)
             out.append(Loop(body=self.suite(stmt.body, scope), orelse=self.orelse_block(stmt.orelse, scope), loc=self.loc_node(stmt)))
         elif isinstance(stmt, cst.While):
             test: list[Node] = []
@@ -571,6 +597,7 @@ class _Summarizer:
                     out.append(self.env_event(small, self.subscript_key(target, scope), ""))
         elif isinstance(small, cst.Return):
             self.expr(small.value, scope, out)
+            labels.on_return(self, small.value, scope)
             out.append(self.event("return", small, ()))
         elif isinstance(small, cst.Raise):
             self.expr(small.exc, scope, out)
@@ -651,6 +678,10 @@ class _Summarizer:
         return None
 
     def bind(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression], scope: _Scope) -> None:
+        self._bind(target, value, scope)
+        labels.on_bind(self, target, value, scope)
+
+    def _bind(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression], scope: _Scope) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):
             for el in target.elements:
                 self.bind(el.value, None, scope)
@@ -714,9 +745,16 @@ class _Summarizer:
             inner = _Scope(qualname=qualname, cls=cls, parent=scope.parent)
         else:
             inner = _Scope(qualname=qualname, cls=scope.cls, parent=scope)
+        labels.on_params(self, _params(node.params), inner)
         body = self.suite(node.body, inner)
         self._scope = scope
-        self.functions[qualname] = Function(qualname=qualname, loc=self.loc_node(node.name), body=body, is_async=node.asynchronous is not None)
+        self.functions[qualname] = Function(
+            qualname=qualname,
+            loc=self.loc_node(node.name),
+            body=body,
+            is_async=node.asynchronous is not None,
+            returns=tuple(self.return_labels.get(qualname, ())),
+        )
 
     def classdef(self, node: cst.ClassDef, scope: _Scope, out: list[Node]) -> None:
         for dec in node.decorators:
@@ -779,7 +817,7 @@ def noqa_lines(source: str) -> tuple[tuple[int, tuple[str, ...]], ...]:
 
 def _finalize(node: Node, pos: dict[int, tuple[int, int, int, int]]) -> Node:
     if isinstance(node, Event):
-        return replace(node, loc=pos.get(id(node.loc), (0, 0, 0, 0)))
+        return replace(node, loc=pos.get(id(node.loc), (0, 0, 0, 0)), data=labels.freeze(node.data, pos))
     if isinstance(node, Branch):
         return Branch(arms=tuple(_finalize_block(a, pos) for a in node.arms), exhaustive=node.exhaustive)
     if isinstance(node, Loop):
@@ -807,7 +845,13 @@ def summarize(module: cst.Module, source: str, path: str, modname: str, catalogu
     top = s.block(module.body, top_scope)
     pos = positions(module, s.wanted)
     functions = {
-        name: Function(qualname=f.qualname, loc=pos.get(id(f.loc), (0, 0, 0, 0)), body=_finalize_block(f.body, pos), is_async=f.is_async)
+        name: Function(
+            qualname=f.qualname,
+            loc=pos.get(id(f.loc), (0, 0, 0, 0)),
+            body=_finalize_block(f.body, pos),
+            is_async=f.is_async,
+            returns=labels.freeze(f.returns, pos),
+        )
         for name, f in s.functions.items()
     }
     return ModuleIR(
