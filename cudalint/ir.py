@@ -93,6 +93,7 @@ class Label:
     works: tuple[str, ...] = ()
     starts_on: tuple[str, ...] = ()
     rtype: str = ""
+    inner: tuple = ()  # "return": the labels of the returned value
 
     def key(self) -> tuple:
         return (self.kind, self.origin if isinstance(self.origin, int) else id(self.origin), self.detail, self.works)

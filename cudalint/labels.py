@@ -107,7 +107,9 @@ def labels_of(s: "_Summarizer", expr: Optional[cst.BaseExpression], scope: "_Sco
         view = _view(s.cat)
         nvml = frozenset(lb for lb in base if lb.kind == "nvml")
         if nvml:
-            return nvml if attr in view.index_attributes else EMPTY
+            # GPU objects (GPUtil's GPU) carry the index in one attribute; other values
+            # (nvidia-smi's CompletedProcess, its text) carry it along
+            return frozenset(lb for lb in nvml if not lb.detail or lb.detail == attr)
         if attr in view.cuda_attributes:
             return frozenset({_label(s, "cuda", expr)})
         return EMPTY
@@ -179,7 +181,7 @@ def _catalogued(s: "_Summarizer", apis: list["Api"], call: cst.Call, scope: "_Sc
     out: set = set()
     for api in apis:
         if api.get("nvml_index_source"):
-            out.add(_label(s, "nvml", call, api=api.name))
+            out.add(_label(s, "nvml", call, api=api.name, detail=api.get("index_attribute", "")))
         if api.get("cuda_ordinal_source"):
             out.add(_label(s, "cuda", call, api=api.name))
         if api.get("start_method_arg") and api.get("returns"):
@@ -271,7 +273,9 @@ def on_return(s: "_Summarizer", value: Optional[cst.BaseExpression], scope: "_Sc
         return
     labels = keep(s, labels_of(s, value, scope))
     if labels:
-        s.return_labels.setdefault(scope.qualname, set()).update(labels)
+        s.wanted.append(value)
+        ret = Label(kind="return", origin=value, text=s.text(value), inner=labels)
+        s.return_labels.setdefault(scope.qualname, set()).add(ret)
 
 
 def on_params(s: "_Summarizer", params: Sequence[cst.Param], scope: "_Scope") -> None:
@@ -358,7 +362,7 @@ def freeze(obj: object, pos: dict) -> object:
         origin = obj.origin
         if isinstance(origin, cst.CSTNode):
             origin = pos.get(id(origin), (0,))[0]
-        return replace(obj, origin=origin)
+        return replace(obj, origin=origin, inner=freeze(obj.inner, pos))
     if isinstance(obj, cst.CSTNode):
         return pos.get(id(obj), (0,))[0]
     if isinstance(obj, tuple):

@@ -43,19 +43,32 @@ def resolve(index: ProjectIndex, mod: ModuleIR, labels: Iterable[Label], depth: 
                 continue
             callee_mod, qualname = found
             fn = callee_mod.functions.get(qualname)
-            if fn is None or not fn.returns:
+            if fn is None:
                 continue
-            back = Step(mod.path, int(lb.origin), f"{lb.text} returns it")  # type: ignore[arg-type]
-            for kind, steps in resolve(index, callee_mod, fn.returns, depth + 1):
-                out.append((kind, steps + (back,)))
+            back = Step(mod.path, int(lb.origin), f"{lb.text} gives it here")  # type: ignore[arg-type]
+            for ret in fn.returns:
+                returned = Step(callee_mod.path, int(ret.origin), f"{qualname}() returns it ({ret.text})")
+                for kind, steps in resolve(index, callee_mod, ret.inner, depth + 1):
+                    out.append((kind, steps + (returned, back)))
     return out
+
+
+def _dedup(steps: tuple[Step, ...]) -> tuple[Step, ...]:
+    """One step per line in a row: `set_device(free_gpu())` gets the value and uses it on one line."""
+    out: list[Step] = []
+    for step in steps:
+        if out and (out[-1].path, out[-1].line) == (step.path, step.line):
+            out[-1] = step
+            continue
+        out.append(step)
+    return tuple(out)
 
 
 def checks(enabled: Callable[[str], bool]) -> list[tuple[str, Callable]]:
     if not enabled("CUD004"):
         return []
     indexes: dict[int, ProjectIndex] = {}
-    orders: dict[int, bool] = {}
+    orders: dict[tuple[int, str], bool] = {}
 
     def index_of(analyzer: Analyzer) -> ProjectIndex:
         if id(analyzer) not in indexes:
@@ -63,15 +76,12 @@ def checks(enabled: Callable[[str], bool]) -> list[tuple[str, Callable]]:
             indexes[id(analyzer)] = ProjectIndex(analyzer.project)
         return indexes[id(analyzer)]
 
-    def pci_order_set(index: ProjectIndex) -> bool:
-        key = id(index)
+    def pci_order_set(index: ProjectIndex, mod: ModuleIR) -> bool:
+        # the module that writes CUDA_VISIBLE_DEVICES also sets the order (the shell may set it too:
+        # `# noqa: CUD004` then says so)
+        key = (id(index), mod.path)
         if key not in orders:
-            orders.clear()
-            orders[key] = any(
-                ev.data[0] == ORDER and "PCI_BUS_ID" in str(ev.data[1])
-                for mod in index.project.modules
-                for ev in index.events(mod, "env_write")
-            )
+            orders[key] = any(ev.data[0] == ORDER and "PCI_BUS_ID" in str(ev.data[1]) for ev in index.events(mod, "env_write"))
         return orders[key]
 
     def finding(exposed: Exposed, steps: tuple[Step, ...], note: str, message: str, severity: str) -> Finding:
@@ -84,7 +94,7 @@ def checks(enabled: Callable[[str], bool]) -> list[tuple[str, Callable]]:
             end_line=ev.loc[2],
             end_column=ev.loc[3],
             message=message,
-            witness=steps + (Step(exposed.path, ev.loc[0], note),),
+            witness=_dedup(steps + (Step(exposed.path, ev.loc[0], note),)),
             severity=severity,
         )
 
@@ -97,22 +107,23 @@ def checks(enabled: Callable[[str], bool]) -> list[tuple[str, Callable]]:
             return None
         ev = exposed.event
         sink, api, labels, arg = ev.data
-        api = api if "." in api else f".{api}()"
+        api = f"{api}()" if "." in api else f".{api}()"
         wrong = "nvml" if sink == "cuda" else "cuda"
         for kind, steps in resolve(index, mod, labels):
             if kind != wrong:
                 continue
             origin = steps[0].note.split(" gives ")[0].split(" is a ")[0]
+            origin += f", line {steps[0].line}" if steps[0].path == exposed.path else f", {steps[0].path}:{steps[0].line}"
             if sink == "cuda":
                 message = (
-                    f"`{arg}` is an NVML/nvidia-smi index (from {origin}, line {steps[0].line}) used as a CUDA ordinal in "
+                    f"`{arg}` is an NVML/nvidia-smi index (from {origin}) used as a CUDA ordinal in "
                     f"{api}; NVML numbers GPUs physically and ignores CUDA_VISIBLE_DEVICES. Map it through the visible "
                     "list or by UUID / PCI bus id"
                 )
                 note = f"used as a CUDA ordinal by {api}"
             else:
                 message = (
-                    f"`{arg}` is a CUDA ordinal (from {origin}, line {steps[0].line}) used as an NVML index in {api}; "
+                    f"`{arg}` is a CUDA ordinal (from {origin}) used as an NVML index in {api}; "
                     "NVML ignores CUDA_VISIBLE_DEVICES and numbers GPUs physically. Look the device up by UUID or PCI "
                     "bus id (nvmlDeviceGetHandleByUUID / nvmlDeviceGetHandleByPciBusId)"
                 )
@@ -126,14 +137,14 @@ def checks(enabled: Callable[[str], bool]) -> list[tuple[str, Callable]]:
             return None
         index = index_of(analyzer)
         mod = index.module(exposed.path)
-        if mod is None or pci_order_set(index):
+        if mod is None or pci_order_set(index, mod):
             return None
         for kind, steps in resolve(index, mod, ev.data[4]):
             if kind != "nvml":
                 continue
             message = (
                 f"CUDA_VISIBLE_DEVICES is built from NVML/nvidia-smi indices (line {steps[0].line}) but nothing sets "
-                "CUDA_DEVICE_ORDER=PCI_BUS_ID; CUDA's default order (FASTEST_FIRST) can differ from nvidia-smi's on "
+                "CUDA_DEVICE_ORDER=PCI_BUS_ID in this module; CUDA's default order (FASTEST_FIRST) can differ from nvidia-smi's on "
                 "a machine with mixed GPUs. Set os.environ['CUDA_DEVICE_ORDER'] = 'PCI_BUS_ID' too"
             )
             return finding(exposed, steps, "written to CUDA_VISIBLE_DEVICES without CUDA_DEVICE_ORDER=PCI_BUS_ID", message, "warning")
