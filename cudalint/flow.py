@@ -286,33 +286,40 @@ class Analyzer:
         return state
 
     def derived(self, ev: Event, path: str, chain: tuple[Step, ...], state: State, lookup) -> State:
-        for derive in self.derive[ev.kind]:
-            for key, fact in derive(ev, path, chain, lookup):
-                state = gen(state, [key], fact)
+        for key, fact in self._derive_facts(ev, path, chain, lookup):
+            state = gen(state, [key], fact)
         return state
+
+    def _derive_facts(self, ev: Event, path: str, chain: tuple[Step, ...], lookup) -> Iterable[tuple[str, Fact]]:
+        for derive in self.derive.get(ev.kind, ()):
+            yield from derive(ev, path, chain, lookup)
 
     def apply(self, summary: Summary, ev: Event, state: State, w: _Walk, note: str) -> Optional[State]:
         step = Step(w.mod.path, ev.loc[0], note)
-        derived: list[tuple[Exposed, tuple[Step, ...]]] = []
+        # facts derived in this caller's state from the callee's events so far, in their order
+        # (the caller may hold facts the callee could not see, e.g. the start method it set)
+        extra: State = {}
         for inner in summary.exposed:
             chain = (step,) + inner.chain
+            here = state if not extra else {**extra, **state}
             # judged in this caller's state: facts from here first, then the callee's own
             if inner.event.kind in self.checks:
-                self.judge(Exposed(inner.event, inner.path, chain, inner.local), state, ())
+                self.judge(Exposed(inner.event, inner.path, chain, inner.local), here, ())
             if inner.event.kind in self.derive:
-                derived.append((inner, chain))
+                before = lambda key, _s=here, _l=inner.local: _s.get(key) or _l.get(key)  # noqa: E731
+                for key, fact in self._derive_facts(inner.event, inner.path, chain, before):
+                    if key not in state:
+                        extra.setdefault(key, fact)
             if len(w.exposed) < 200:
-                merged = join([state, inner.local]) or {}
+                merged = join([here, inner.local]) or {}
                 w.exposed.append(Exposed(inner.event, inner.path, chain, merged))
         if summary.out is None:
             return None
         added = {k: Fact(v.steps + (step,), v.cause) for k, v in summary.out.items() if k not in state}
-        new = state
-        if added:
-            new = dict(state)
-            new.update(added)
-        for inner, chain in derived:
-            # derived again in this caller's state (it may hold facts the callee could not see)
-            before = lambda key, _s=state, _l=inner.local: _s.get(key) or _l.get(key)  # noqa: E731
-            new = self.derived(inner.event, inner.path, chain, new, before)
+        for key, fact in extra.items():
+            added.setdefault(key, fact)
+        if not added:
+            return state
+        new = dict(state)
+        new.update(added)
         return new

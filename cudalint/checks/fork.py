@@ -48,18 +48,28 @@ def resolve(spec: str, lookup: Callable[[str], Optional[Fact]], target_version: 
     return method, why, None
 
 
+def _dedup(steps: tuple[Step, ...]) -> tuple[Step, ...]:
+    out: list[Step] = []
+    for step in steps:
+        if not (out and (out[-1].path, out[-1].line) == (step.path, step.line)):
+            out.append(step)
+    return tuple(out)
+
+
 def derivations(target_version: str) -> dict[str, list]:
+    # a derived fact's witness is the events themselves (where they are); the call chain to the
+    # event being judged is added by the check, as for every other fact
     def start_method(ev, path, chain, lookup) -> Iterable[tuple[str, Fact]]:
         method = ev.data[0] if ev.data and ev.data[0] in METHODS else "?"
         step = Step(path, ev.loc[0], f"{ev.text} sets the start method")
-        return [(f"start_method:{method}", Fact(chain + (step,), (ev.text, path, ev.loc[0])))]
+        return [(f"start_method:{method}", Fact((step,), (ev.text, path, ev.loc[0])))]
 
     def process(ev, path, chain, lookup) -> Iterable[tuple[str, Fact]]:
         method, _, _ = resolve(ev.data[1], lookup, target_version)
         if method != "forkserver" or lookup(SERVER) is not None:
             return []
         step = Step(path, ev.loc[0], f"{ev.text} starts the fork server, with the environment as it is now")
-        return [(SERVER, Fact(chain + (step,), (ev.text, path, ev.loc[0])))]
+        return [(SERVER, Fact((step,), (ev.text, path, ev.loc[0])))]
 
     def env_write(ev, path, chain, lookup) -> Iterable[tuple[str, Fact]]:
         server = lookup(SERVER)
@@ -67,7 +77,7 @@ def derivations(target_version: str) -> dict[str, list]:
             return []
         var = ev.data[0] or "the environment"
         step = Step(path, ev.loc[0], f"{var} is written after the fork server started")
-        return [(ENV_AFTER_SERVER, Fact(server.steps + chain + (step,), (ev.text, path, ev.loc[0])))]
+        return [(ENV_AFTER_SERVER, Fact(server.steps + (step,), (ev.text, path, ev.loc[0])))]
 
     return {"start_method": [start_method], "process": [process], "env_write": [env_write]}
 
@@ -140,7 +150,7 @@ def checks(target_version: str, enabled: Callable[[str], bool]) -> list[tuple[st
             end_line=ev.loc[2],
             end_column=ev.loc[3],
             message=message,
-            witness=init.steps + exposed.chain + (fork,) + child,
+            witness=_dedup(init.steps + exposed.chain + (fork,) + child),
             severity="error",
         )
 
@@ -170,7 +180,7 @@ def checks(target_version: str, enabled: Callable[[str], bool]) -> list[tuple[st
             end_line=ev.loc[2],
             end_column=ev.loc[3],
             message=message,
-            witness=written.steps + exposed.chain + (start,),
+            witness=_dedup(written.steps + exposed.chain + (start,)),
             severity="error",
         )
 
