@@ -8,7 +8,7 @@ from typing import Iterable, Optional, Sequence, Union
 from cudalint import notebook, source
 from cudalint.cache import Cache
 from cudalint.catalogue import Catalogue, load_catalogue
-from cudalint.checks import build_checks, init_keys, project_checks
+from cudalint.checks import build_checks, build_derive, init_keys, project_checks
 from cudalint.config import Config
 from cudalint.discover import discover
 from cudalint.findings import Finding
@@ -131,7 +131,12 @@ def lint_files(
         else:
             modules.append(result)
     project = Project(modules)
-    analyzer = Analyzer(project, build_checks(catalogue, config.enabled), init_keys)
+    analyzer = Analyzer(
+        project,
+        build_checks(catalogue, config.enabled, config.target_version),
+        init_keys,
+        derive=build_derive(config.target_version),
+    )
     findings.extend(analyzer.run())
     findings.extend(project_checks(analyzer, config.enabled, catalogue))
     by_path = {m.path: m for m in modules}

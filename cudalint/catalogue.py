@@ -20,7 +20,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 from cudalint.resources import catalogue_dir
 
 INIT_LEVELS = ("driver", "context", "none", "lazy")
-KINDS = ("call", "method", "import", "probe")
+KINDS = ("call", "method", "import", "probe", "attribute", "env_read")
 EFFECT_FIELDS = {
     "exits": bool,
     "env_write": dict,
@@ -47,6 +47,14 @@ EFFECT_FIELDS = {
     "lock_count": str,
     "streams": str,
     "reruns_script": bool,
+    # CUD004/CUD005/CUD006 data flow (rules/catalogue/README.md)
+    "cuda_ordinal_source": bool,
+    "nvml_index_sink": str,
+    "index_attribute": str,
+    "ordinal_map": bool,
+    "child_work": str,
+    "starts_on": str,
+    "start_method_arg": str,
 }
 API_FIELDS = {"name", "kind", "init", "note", "evidence", "match", "unless", "library"} | set(EFFECT_FIELDS)
 ENV_FIELDS = {"name", "frozen_by", "also_frozen_by", "reader", "rule", "note", "evidence", "library"}
@@ -213,7 +221,7 @@ def _api(raw: Mapping[str, Any], library: str, source: str, index: int) -> Api:
                 value = tuple(value)
             effects.append((key, value))
     return Api(
-        name=name.lstrip(".") if kind == "method" else name,
+        name=name.lstrip(".") if kind in ("method", "attribute") else name,
         kind=kind,
         library=str(raw.get("library", library)),
         init=init,

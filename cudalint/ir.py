@@ -19,7 +19,7 @@ class Event:
 
     kind / data:
     - "init": (api_name, library, level, note): a call that initializes CUDA
-    - "env_write": (variable or "", value_repr): a write to the process environment
+    - "env_write": (variable or "", value_repr, value_type, exact_str, labels): a write to the process environment
     - "import": (module, ...): candidate project modules whose top level runs here
     - "import_lib": (module,): a catalogued library module is imported
     - "call": (symbol,): a call of a project function ("f", "C.m", "pkg.mod.f")
@@ -43,6 +43,11 @@ class Event:
       concurrency): a callable handed to another thread
     - "lock_enter" / "lock_exit": (ref,): `with x:` / `x.acquire()` and the matching exit
     - "concurrency": (api, value): a framework-wide concurrency setting (gradio's queue)
+    - "gpu_index": (sink, api_name, labels, arg_text): a device index passed where a CUDA ordinal
+      (sink "cuda") or an NVML index (sink "nvml") is expected; labels say where the value came from
+    - "process": (api_name, method, works, how): a child process starts here (cudalint.labels)
+    - "child_work": (pool_line, symbols): work handed to the pool/executor created at pool_line
+    - "start_method": (method,): multiprocessing.set_start_method(method)
     """
 
     kind: str
@@ -92,6 +97,30 @@ Node = Union[Event, Branch, Loop, Try, MainGuard]
 Block = tuple[Node, ...]
 
 
+@dataclass(frozen=True, eq=False)
+class Label:
+    """A value label (cudalint.labels): where a value in a given numbering or role came from."""
+
+    kind: str  # "nvml" | "cuda" | "ret" | "context" | "process"
+    origin: object  # the cst node while summarizing; its line in the IR
+    text: str  # code of the origin, for messages
+    detail: str = ""
+    api: str = ""
+    works: tuple[str, ...] = ()
+    starts_on: tuple[str, ...] = ()
+    rtype: str = ""
+    inner: tuple = ()  # "return": the labels of the returned value
+
+    def key(self) -> tuple:
+        return (self.kind, self.origin if isinstance(self.origin, int) else id(self.origin), self.detail, self.works)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Label) and self.key() == other.key()
+
+    def __hash__(self) -> int:
+        return hash(self.key())
+
+
 @dataclass(frozen=True)
 class Function:
     qualname: str  # "f", "C.m", "f.inner"
@@ -101,6 +130,7 @@ class Function:
     decorators: tuple[str, ...] = ()  # qualified names of the decorators, "" when unknown
     params: tuple[str, ...] = ()
     is_generator: bool = False
+    returns: tuple = ()  # cudalint.labels.Label of the values it returns (CUD004's return-value flow)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from typing import Iterable, Optional, Sequence
 
 import libcst as cst
 
+from cudalint import labels
 from cudalint.catalogue import Api, Catalogue
 from cudalint.ir import Block, Branch, ClassInfo, Event, Function, Loop, MainGuard, ModuleIR, Node, Try
 from cudalint.positions import positions
@@ -105,10 +106,21 @@ class _Scope:
     types: dict[str, str] = field(default_factory=dict)  # variable -> qualified type or ":C"
     consts: dict[str, object] = field(default_factory=dict)
     env_aliases: set[str] = field(default_factory=set)
+    labels: dict[str, frozenset] = field(default_factory=dict)  # variable -> value labels (cudalint.labels)
     parent: Optional["_Scope"] = None
     bound: set[str] = field(default_factory=set)  # names assigned here (thread events' refs)
     globals_: set[str] = field(default_factory=set)  # `global` declarations
     streams: dict[str, str] = field(default_factory=dict)  # local -> ref of the Llama it streams from
+
+    def lookup_labels(self, name: str) -> frozenset:
+        scope: Optional[_Scope] = self
+        while scope is not None:
+            if name in scope.labels:
+                return scope.labels[name]
+            if name in scope.types or name in scope.consts or name in scope.env_aliases:
+                return frozenset()  # rebound here without labels
+            scope = scope.parent
+        return frozenset()
 
     def lookup_def(self, name: str) -> Optional[str]:
         scope: Optional[_Scope] = self
@@ -170,6 +182,7 @@ class _Summarizer(ThreadEvents):
         self.env_mappings = {a.name for a in catalogue.apis if a.get("env_mapping")}
         self.lib_roots = {r for lib in catalogue.libraries for r in lib.import_roots}
         self.init_thread_events()
+        self.return_labels: dict[str, set] = {}  # function qualname -> labels of its returned values
 
     # ---------- events -------------------------------------------------------------------
     def event(self, kind: str, node: cst.CSTNode, data: tuple = (), text: Optional[str] = None) -> Event:
@@ -246,6 +259,9 @@ class _Summarizer(ThreadEvents):
             if name in self.classes:
                 return q
             return None
+        for api in self.cat.calls_named(q):
+            if api.get("returns") and self.applies(api, call, scope):
+                return api.get("returns")
         return q
 
     # ---------- argument matching ---------------------------------------------------------
@@ -268,6 +284,11 @@ class _Summarizer(ThreadEvents):
         val = literal(expr, scope.all_consts())
         if val is not _UNKNOWN:
             return val
+        # a command line given as a list of strings stands for the words joined by spaces
+        if isinstance(expr, (cst.List, cst.Tuple)) and expr.elements:
+            words = [literal(el.value, scope.all_consts()) for el in expr.elements if isinstance(el, cst.Element)]
+            if words and all(isinstance(w, str) for w in words):
+                return " ".join(words)  # type: ignore[arg-type]
         # torch.device("cuda:1") stands for its string
         if isinstance(expr, cst.Call) and expr.args:
             q = self.qualify(expr.func, scope)
@@ -344,6 +365,7 @@ class _Summarizer(ThreadEvents):
             attr = literal(call.args[1].value)
             if owner and isinstance(attr, str):
                 self.monkeypatch_event(f"{owner}.{attr}", call, out)
+        labels.method_call(self, call, q, scope, out)
         self.call_effects(call, q, scope, out)
         self.llama_call_events(call, scope, out)
 
@@ -407,6 +429,7 @@ class _Summarizer(ThreadEvents):
                 out.append(self.event("device_arg", call, (api.name, vtype, vlit, self.text(value_expr))))
         if api.get("exits"):
             out.append(self.event("exit", call, (api.name,)))
+        labels.api_effects(self, api, call, self._scope, out)
 
     def arg_literal(self, call: cst.Call, slots: str) -> str:
         val = self.arg_value(call, tuple(slots.split("|")), self._scope)
@@ -433,9 +456,11 @@ class _Summarizer(ThreadEvents):
         return ""
 
     def env_event(self, node: cst.CSTNode, var: str, value: str, value_expr: Optional[cst.BaseExpression] = None) -> Event:
-        # data: (variable, value source text, value type, exact str value); see cudalint.values
+        # data: (variable, value source text, value type, exact str value, labels); see cudalint.values
+        # and cudalint.labels (CUD004 sees NVML indices written to CUDA_VISIBLE_DEVICES)
         vtype, vlit = value_info(value_expr, self._scope, self.imports) if value_expr is not None else ("", "")
-        return self.event("env_write", node, (var, value, vtype, vlit))
+        found = labels.for_event(self, value_expr, self._scope) if value_expr is not None else ()
+        return self.event("env_write", node, (var, value, vtype, vlit, found))
 
     def is_env(self, expr: cst.BaseExpression, scope: _Scope) -> bool:
         if isinstance(expr, cst.Name) and scope.is_env_alias(expr.value):
@@ -510,6 +535,7 @@ class _Summarizer(ThreadEvents):
             self.expr(stmt.iter, scope, out)
             self.stream_iteration(stmt.iter, scope, out)
             self.bind(stmt.target, None, scope)
+            labels.on_for(self, stmt.target, stmt.iter, scope)
             out.append(Loop(body=self.suite(stmt.body, scope), orelse=self.orelse_block(stmt.orelse, scope), loc=self.loc_node(stmt)))
         elif isinstance(stmt, cst.While):
             test: list[Node] = []
@@ -604,6 +630,7 @@ class _Summarizer(ThreadEvents):
                     out.append(self.env_event(small, self.subscript_key(target, scope), ""))
         elif isinstance(small, cst.Return):
             self.expr(small.value, scope, out)
+            labels.on_return(self, small.value, scope)
             out.append(self.event("return", small, self.return_data(small.value, scope)))
         elif isinstance(small, cst.Raise):
             self.expr(small.exc, scope, out)
@@ -690,6 +717,10 @@ class _Summarizer(ThreadEvents):
         return None
 
     def bind(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression], scope: _Scope) -> None:
+        self._bind(target, value, scope)
+        labels.on_bind(self, target, value, scope)
+
+    def _bind(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression], scope: _Scope) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):
             for el in target.elements:
                 self.bind(el.value, None, scope)
@@ -758,6 +789,7 @@ class _Summarizer(ThreadEvents):
             inner = _Scope(qualname=qualname, cls=scope.cls, parent=scope)
         params = tuple(p.name.value for p in _params(node.params))
         inner.bound.update(params)
+        labels.on_params(self, _params(node.params), inner)
         binds = self.param_binds(node, qualname, scope)
         self._yields.append(False)
         body = tuple(binds) + self.suite(node.body, inner)
@@ -771,6 +803,7 @@ class _Summarizer(ThreadEvents):
             decorators=self.decorator_names(node, scope),
             params=params,
             is_generator=is_generator,
+            returns=tuple(self.return_labels.get(qualname, ())),
         )
 
     def classdef(self, node: cst.ClassDef, scope: _Scope, out: list[Node]) -> None:
@@ -834,7 +867,7 @@ def noqa_lines(source: str) -> tuple[tuple[int, tuple[str, ...]], ...]:
 
 def _finalize(node: Node, pos: dict[int, tuple[int, int, int, int]]) -> Node:
     if isinstance(node, Event):
-        return replace(node, loc=pos.get(id(node.loc), (0, 0, 0, 0)))
+        return replace(node, loc=pos.get(id(node.loc), (0, 0, 0, 0)), data=labels.freeze(node.data, pos))
     if isinstance(node, Branch):
         return Branch(arms=tuple(_finalize_block(a, pos) for a in node.arms), exhaustive=node.exhaustive)
     if isinstance(node, Loop):
@@ -862,7 +895,12 @@ def summarize(module: cst.Module, source: str, path: str, modname: str, catalogu
     top = s.block(module.body, top_scope)
     pos = positions(module, s.wanted)
     functions = {
-        name: replace(f, loc=pos.get(id(f.loc), (0, 0, 0, 0)), body=_finalize_block(f.body, pos))
+        name: replace(
+            f,
+            loc=pos.get(id(f.loc), (0, 0, 0, 0)),
+            body=_finalize_block(f.body, pos),
+            returns=labels.freeze(f.returns, pos),
+        )
         for name, f in s.functions.items()
     }
     return ModuleIR(
