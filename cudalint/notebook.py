@@ -242,8 +242,14 @@ class _Builder:
         mark = len(self.out)
         mark_problems = len(self.problems)
         converted = []
+        continued = False
         for line in lines:
-            code = self.python_line(line)
+            if continued:
+                # `!cmd \` and `%magic \` go on over the next lines: still not Python
+                code = ""
+            else:
+                code = self.python_line(line)
+            continued = (continued or code is not None) and line.rstrip().endswith("\\")
             converted.append(line if code is None else code)
             self.add(number, start + len(converted) - 1, line, code)
         error = _syntax_error("\n".join(converted) + "\n")

@@ -83,3 +83,23 @@ def test_noqa_in_a_cell(tmp_path: Path, monkeypatch) -> None:
 )
 def test_shell_exports(command: str, names: list[str]) -> None:
     assert [n for n, _ in shell_exports(command)] == names
+
+
+def test_shell_and_magic_lines_continued_with_backslash_are_not_python(tmp_path) -> None:
+    """`!curl … \\` goes on over the next lines (seen in lm-sys/FastChat's Colab notebook)."""
+    import json as _json
+
+    from cudalint.api import lint_paths
+
+    nb = tmp_path / "nb.ipynb"
+    cells = [
+        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+         "source": ["!curl http://127.0.0.1:8000/v1/completions \\\n", "  -H \"Content-Type: application/json\" \\\n", "  -d '{ \"model\": \"x\" }'\n", "x = 1\n"]},
+        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+         "source": ["%pip install \\\n", "   torch\n", "import torch\n", "torch.cuda.init()\n"]},
+        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+         "source": ["import os\n", "os.environ['CUDA_VISIBLE_DEVICES'] = '1'\n"]},
+    ]
+    nb.write_text(_json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    result = lint_paths([str(nb)])
+    assert [(f.code, f.cell, f.line) for f in result.findings] == [("CUD001", 3, 2)]
