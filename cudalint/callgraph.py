@@ -11,30 +11,8 @@ from __future__ import annotations
 from typing import Iterable, Iterator, Optional
 
 from cudalint.findings import Step
-from cudalint.ir import Block, Branch, Event, Loop, MainGuard, ModuleIR, Try
+from cudalint.ir import Block, Branch, Event, Loop, MainGuard, ModuleIR, Try, iter_events
 from cudalint.project import Project
-
-
-def iter_events(block: Block) -> Iterator[Event]:
-    """The events of a body in source order, in every branch (not nested function bodies)."""
-    for node in block:
-        if isinstance(node, Event):
-            yield node
-        elif isinstance(node, Branch):
-            for arm in node.arms:
-                yield from iter_events(arm)
-        elif isinstance(node, Loop):
-            yield from iter_events(node.body)
-            yield from iter_events(node.orelse)
-        elif isinstance(node, Try):
-            yield from iter_events(node.body)
-            for h in node.handlers:
-                yield from iter_events(h)
-            yield from iter_events(node.orelse)
-            yield from iter_events(node.final)
-        elif isinstance(node, MainGuard):
-            yield from iter_events(node.body)
-            yield from iter_events(node.orelse)
 
 
 class ProjectIndex:

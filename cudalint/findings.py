@@ -34,6 +34,20 @@ class Finding:
     severity: str = "error"
     cell: int | None = field(default=None)  # notebooks: 1-based cell; `line` is then within the cell
 
+    @classmethod
+    def at(
+        cls,
+        code: str,
+        path: str,
+        loc: tuple[int, int, int, int],
+        message: str,
+        witness: tuple[Step, ...] = (),
+        severity: str = "error",
+    ) -> "Finding":
+        """A finding spanning an IR location (line, column, end_line, end_column)."""
+        line, column, end_line, end_column = loc
+        return cls(code, path, line, column, end_line, end_column, message, witness, severity)
+
     def sort_key(self) -> tuple:
         return (self.path, self.cell or 0, self.line, self.column, self.code, self.message)
 

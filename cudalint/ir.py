@@ -7,7 +7,7 @@ can be cached and shared between the CLI and the flake8 plugin.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
+from typing import Iterator, Union
 
 # (line, column, end_line, end_column); columns 1-based
 Loc = tuple[int, int, int, int]
@@ -147,3 +147,25 @@ class ModuleIR:
     functions: dict[str, Function] = field(default_factory=dict)
     classes: dict[str, ClassInfo] = field(default_factory=dict)
     noqa: tuple[tuple[int, tuple[str, ...]], ...] = ()  # (line, codes); () suppresses every code
+
+
+def iter_events(block: Block) -> Iterator[Event]:
+    """The events of a body in source order, in every branch (not nested function bodies)."""
+    for node in block:
+        if isinstance(node, Event):
+            yield node
+        elif isinstance(node, Branch):
+            for arm in node.arms:
+                yield from iter_events(arm)
+        elif isinstance(node, Loop):
+            yield from iter_events(node.body)
+            yield from iter_events(node.orelse)
+        elif isinstance(node, Try):
+            yield from iter_events(node.body)
+            for h in node.handlers:
+                yield from iter_events(h)
+            yield from iter_events(node.orelse)
+            yield from iter_events(node.final)
+        elif isinstance(node, MainGuard):
+            yield from iter_events(node.body)
+            yield from iter_events(node.orelse)

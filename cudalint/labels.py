@@ -32,6 +32,7 @@ import builtins
 
 import libcst as cst
 
+from cudalint.callargs import arg_expr
 from cudalint.ir import Label
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -62,19 +63,6 @@ def _view(cat: "Catalogue") -> _View:
 
 def _slots(spec: str) -> tuple[str, ...]:
     return tuple(p for p in spec.split("|") if p)
-
-
-def arg_expr(call: cst.Call, spec: str) -> Optional[cst.BaseExpression]:
-    positional = [a for a in call.args if a.keyword is None and not a.star]
-    for slot in _slots(spec):
-        if slot.isdigit():
-            if int(slot) < len(positional):
-                return positional[int(slot)].value
-        else:
-            for a in call.args:
-                if a.keyword is not None and a.keyword.value == slot:
-                    return a.value
-    return None
 
 
 def _label(s: "_Summarizer", kind: str, node: cst.CSTNode, **kw) -> Label:

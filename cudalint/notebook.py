@@ -141,13 +141,10 @@ def shell_exports(command: str) -> list[tuple[str, int]]:
 
 
 def _shell_finding(path: str, line: int, column: int, end_column: int, var: str) -> Finding:
-    return Finding(
-        code="CUD009",
-        path=path,
-        line=line,
-        column=column,
-        end_line=line,
-        end_column=end_column,
+    return Finding.at(
+        "CUD009",
+        path,
+        (line, column, line, end_column),
         message=(
             f"`export {var}=...` runs in a subshell that exits at once; the kernel's environment (and CUDA in it) "
             f"does not change. Use `%env {var}=...` or os.environ[{var!r}] before anything initializes CUDA"

@@ -18,16 +18,7 @@ class Source:
 
 
 def problem(path: str, reason: str, line: int = 1, column: int = 1) -> Finding:
-    return Finding(
-        code="CUD900",
-        path=path,
-        line=line,
-        column=column,
-        end_line=line,
-        end_column=column,
-        message=reason,
-        severity="error",
-    )
+    return Finding.at("CUD900", path, (line, column, line, column), reason)
 
 
 def read(path: str) -> Union[Source, Finding]:

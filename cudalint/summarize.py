@@ -13,6 +13,7 @@ from typing import Iterable, Optional, Sequence
 import libcst as cst
 
 from cudalint import labels
+from cudalint.callargs import arg_expr
 from cudalint.catalogue import Api, Catalogue
 from cudalint.ir import Block, Branch, ClassInfo, Event, Function, Loop, MainGuard, ModuleIR, Node, Try
 from cudalint.positions import positions
@@ -419,11 +420,11 @@ class _Summarizer(ThreadEvents):
         env_write = api.get("env_write")
         if env_write:
             spec = dict(env_write)
-            value_expr = self.arg_expr(call, spec.get("value", "1"))
+            value_expr = arg_expr(call, spec.get("value", "1"))
             out.append(self.env_event(call, self.arg_literal(call, spec.get("key", "0")), self.text(value_expr) if value_expr is not None else "", value_expr))
         device_arg = api.get("device_arg")
         if device_arg:
-            value_expr = self.arg_expr(call, device_arg)
+            value_expr = arg_expr(call, device_arg)
             if value_expr is not None:
                 vtype, vlit = value_info(value_expr, self._scope, self.imports)
                 out.append(self.event("device_arg", call, (api.name, vtype, vlit, self.text(value_expr))))
@@ -435,25 +436,9 @@ class _Summarizer(ThreadEvents):
         val = self.arg_value(call, tuple(slots.split("|")), self._scope)
         return val if isinstance(val, str) else ""
 
-    def arg_expr(self, call: cst.Call, slots: str) -> Optional[cst.BaseExpression]:
-        positional = [a for a in call.args if a.keyword is None and not a.star]
-        for slot in slots.split("|"):
-            if slot.isdigit() and int(slot) < len(positional):
-                return positional[int(slot)].value
-            for a in call.args:
-                if a.keyword is not None and a.keyword.value == slot:
-                    return a.value
-        return None
-
     def arg_text(self, call: cst.Call, slots: str) -> str:
-        positional = [a for a in call.args if a.keyword is None and not a.star]
-        for slot in slots.split("|"):
-            if slot.isdigit() and int(slot) < len(positional):
-                return self.text(positional[int(slot)].value)
-            for a in call.args:
-                if a.keyword is not None and a.keyword.value == slot:
-                    return self.text(a.value)
-        return ""
+        expr = arg_expr(call, slots)
+        return self.text(expr) if expr is not None else ""
 
     def env_event(self, node: cst.CSTNode, var: str, value: str, value_expr: Optional[cst.BaseExpression] = None) -> Event:
         # data: (variable, value source text, value type, exact str value, labels); see cudalint.values

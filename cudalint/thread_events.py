@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
+from cudalint.callargs import arg_expr
+
 from cudalint.catalogue import Api
 from cudalint.ir import Function, Node
 
@@ -117,20 +119,8 @@ class ThreadEvents:
         slots = api.get("lock_count")
         if not slots:
             return 1
-        expr = self.arg_expr(call, slots)
+        expr = arg_expr(call, slots)
         return 1 if expr is None or _literal(expr) == 1 else 0
-
-    def arg_expr(self, call: cst.Call, slots: str) -> Optional[cst.BaseExpression]:
-        positional = [a for a in call.args if a.keyword is None and not a.star]
-        for slot in slots.split("|"):
-            if slot.isdigit():
-                if int(slot) < len(positional):
-                    return positional[int(slot)].value
-            else:
-                for a in call.args:
-                    if a.keyword is not None and a.keyword.value == slot:
-                        return a.value
-        return None
 
     def callee(self, call: cst.Call, scope: "_Scope") -> Optional[str]:
         """The qualified name a call runs; calling an instance (`llm(...)`) runs `Type.__call__`."""
@@ -242,7 +232,7 @@ class ThreadEvents:
         conc = api.get("concurrency")
         conc_val = ""
         if conc:
-            expr = self.arg_expr(call, conc)
+            expr = arg_expr(call, conc)
             if expr is not None:
                 val = _literal(expr)
                 conc_val = "many" if (val is None or (isinstance(val, int) and not isinstance(val, bool) and val > 1)) else "one"
@@ -251,7 +241,7 @@ class ThreadEvents:
             if conc:
                 out.append(self.event("concurrency", call, (api.name, conc_val)))
             return
-        expr = self.arg_expr(call, slots)
+        expr = arg_expr(call, slots)
         if expr is None:
             return
         target, recv, obj = self.thread_target(expr, scope, out)

@@ -55,13 +55,10 @@ def checks(catalogue: Catalogue, enabled: Callable[[str], bool]) -> Iterable[tup
             return None
         reader = _reader(var, key)
         write = Step(exposed.path, ev.loc[0], f"{name} is written here, after {reader} read it")
-        return Finding(
-            code=var.rule,
-            path=exposed.path,
-            line=ev.loc[0],
-            column=ev.loc[1],
-            end_line=ev.loc[2],
-            end_column=ev.loc[3],
+        return Finding.at(
+            var.rule,
+            exposed.path,
+            ev.loc,
             message=_message(var, key, fact.describe(exposed.path)),
             witness=fact.steps + exposed.chain + (write,),
             severity="error",

@@ -142,13 +142,10 @@ def checks(target_version: str, enabled: Callable[[str], bool]) -> list[tuple[st
             f"{ev.text} forks after CUDA was initialized by {init.describe(exposed.path)}; {child_says} "
             f"('CUDA error: initialization error'); {why}. Use the 'spawn' start method, or initialize CUDA only in the children"
         )
-        return Finding(
-            code="CUD005",
-            path=exposed.path,
-            line=ev.loc[0],
-            column=ev.loc[1],
-            end_line=ev.loc[2],
-            end_column=ev.loc[3],
+        return Finding.at(
+            "CUD005",
+            exposed.path,
+            ev.loc,
             message=message,
             witness=_dedup(init.steps + exposed.chain + (fork,) + child),
             severity="error",
@@ -172,13 +169,10 @@ def checks(target_version: str, enabled: Callable[[str], bool]) -> list[tuple[st
             f"server started; the child gets the server's environment, not this one ({why}). Pass the value as an "
             "argument and set it in the child, or use the 'spawn' start method"
         )
-        return Finding(
-            code="CUD006",
-            path=exposed.path,
-            line=ev.loc[0],
-            column=ev.loc[1],
-            end_line=ev.loc[2],
-            end_column=ev.loc[3],
+        return Finding.at(
+            "CUD006",
+            exposed.path,
+            ev.loc,
             message=message,
             witness=_dedup(written.steps + exposed.chain + (start,)),
             severity="error",

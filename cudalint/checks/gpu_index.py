@@ -86,13 +86,10 @@ def checks(enabled: Callable[[str], bool]) -> list[tuple[str, Callable]]:
 
     def finding(exposed: Exposed, steps: tuple[Step, ...], note: str, message: str, severity: str) -> Finding:
         ev = exposed.event
-        return Finding(
-            code="CUD004",
-            path=exposed.path,
-            line=ev.loc[0],
-            column=ev.loc[1],
-            end_line=ev.loc[2],
-            end_column=ev.loc[3],
+        return Finding.at(
+            "CUD004",
+            exposed.path,
+            ev.loc,
             message=message,
             witness=_dedup(steps + (Step(exposed.path, ev.loc[0], note),)),
             severity=severity,

@@ -13,8 +13,7 @@ from typing import Optional
 
 from cudalint.findings import Finding, Step
 from cudalint.flow import EMPTY, Analyzer, Summary
-from cudalint.ir import Event, ModuleIR
-from cudalint.project import _events
+from cudalint.ir import Event, ModuleIR, iter_events
 
 _MAX_IMPORTERS_IN_WITNESS = 5
 
@@ -27,7 +26,7 @@ class _OwnTopLevel(Analyzer):
 
 
 def _statement_at(mod: ModuleIR, line: int) -> Optional[Event]:
-    for ev in _events(mod.top):
+    for ev in iter_events(mod.top):
         if ev.loc[0] == line and ev.kind in ("init", "call", "import", "import_lib"):
             return ev
     return None
@@ -36,7 +35,7 @@ def _statement_at(mod: ModuleIR, line: int) -> Optional[Event]:
 def _chooses_gpus_first(mod: ModuleIR, line: int) -> bool:
     """The module sets CUDA_VISIBLE_DEVICES before it initializes: it is the project's device setup,
     and the GPU choice is made (CUD001 judges whether in time)."""
-    return any(ev.kind == "env_write" and ev.data[:1] == ("CUDA_VISIBLE_DEVICES",) and ev.loc[0] < line for ev in _events(mod.top))
+    return any(ev.kind == "env_write" and ev.data[:1] == ("CUDA_VISIBLE_DEVICES",) and ev.loc[0] < line for ev in iter_events(mod.top))
 
 
 def check(analyzer: Analyzer) -> list[Finding]:

@@ -58,13 +58,10 @@ def check(project: Project, catalogue: Catalogue, enabled: Callable[[str], bool]
                 )
                 what = f"iterating {ev.text}" if use.method == "__iter__" and ev.kind == "llama_iter" else ev.text
                 note = f"{what} uses the llama context here, {guard}"
-                out[key] = Finding(
-                    code="CUD101",
-                    path=use.path,
-                    line=ev.loc[0],
-                    column=ev.loc[1],
-                    end_line=ev.loc[2],
-                    end_column=ev.loc[3],
+                out[key] = Finding.at(
+                    "CUD101",
+                    use.path,
+                    ev.loc,
                     message=message,
                     witness=(created,) + use.ctx.steps + (Step(use.path, ev.loc[0], note),),
                     severity="error",
@@ -78,13 +75,10 @@ def check(project: Project, catalogue: Catalogue, enabled: Callable[[str], bool]
             if key in out:
                 continue
             cls = ev.data[0].rsplit(".", 1)[-1]
-            out[key] = Finding(
-                code="CUD102",
-                path=made.path,
-                line=ev.loc[0],
-                column=ev.loc[1],
-                end_line=ev.loc[2],
-                end_column=ev.loc[3],
+            out[key] = Finding.at(
+                "CUD102",
+                made.path,
+                ev.loc,
                 message=(
                     f"{cls}(...) is created on {made.ctx.how}, several at once, with no lock held; "
                     "llama.cpp backend initialization and model loading are not thread-safe (create it once, or under a lock)"
