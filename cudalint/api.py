@@ -2,19 +2,21 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Optional, Sequence, Union
 
-from cudalint import source
+from cudalint import notebook, source
+from cudalint.cache import Cache
 from cudalint.catalogue import Catalogue, load_catalogue
-from cudalint.checks import build_checks, init_keys
+from cudalint.checks import build_checks, build_derive, init_keys, project_checks
 from cudalint.config import Config
 from cudalint.discover import discover
 from cudalint.findings import Finding
 from cudalint.flow import Analyzer
 from cudalint.ir import ModuleIR
 from cudalint.project import Project, module_name
-from cudalint.summarize import summarize
+from cudalint.notebook import Notebook
+from cudalint.summarize import noqa_lines, summarize
 
 
 @dataclass(frozen=True)
@@ -23,18 +25,41 @@ class LintResult:
     files: int
 
 
-def load_module(path: str, catalogue: Catalogue, text: Optional[str] = None) -> Union[ModuleIR, Finding]:
-    """Read (unless `text` is given), parse and summarize one file; a CUD900 finding if that fails."""
+def load_module(
+    path: str,
+    catalogue: Catalogue,
+    text: Optional[str] = None,
+    cache: Optional[Cache] = None,
+) -> Union[ModuleIR, Finding]:
+    """Read (unless `text` is given), parse and summarize one file; a CUD900 finding if that fails.
+
+    With a cache, a file whose bytes were summarized before is not parsed again.
+    """
     if text is None:
-        src = source.read(path)
-        if isinstance(src, Finding):
-            return src
+        data = source.read_bytes(path)
+        if isinstance(data, Finding):
+            return data
     else:
-        src = source.Source(path=path, text=text)
+        data = text.encode("utf-8")
+    modname, is_package = module_name(os.path.abspath(path))
+    key = cache.key(path, modname, data) if cache is not None else ""
+    if cache is not None:
+        hit = cache.get(key)
+        if hit is not None:
+            return hit
+    result = _summarize_bytes(path, data, modname, is_package, catalogue)
+    if cache is not None:
+        cache.put(key, result)
+    return result
+
+
+def _summarize_bytes(path: str, data: bytes, modname: str, is_package: bool, catalogue: Catalogue) -> Union[ModuleIR, Finding]:
+    src = source.decode(path, data)
+    if isinstance(src, Finding):
+        return src
     tree = source.parse(src)
     if isinstance(tree, Finding):
         return tree
-    modname, is_package = module_name(os.path.abspath(path))
     try:
         return summarize(tree, src.text, path, modname, catalogue, is_package=is_package)
     except RecursionError:
@@ -47,6 +72,29 @@ def load_module(path: str, catalogue: Catalogue, text: Optional[str] = None) -> 
         return source.problem(path, "cannot analyze: nested too deeply")
 
 
+def load_notebook(
+    path: str, catalogue: Catalogue, cache: Optional[Cache] = None
+) -> Union[tuple[Notebook, Union[ModuleIR, Finding]], Finding]:
+    """A notebook as one module in cell order (cudalint.notebook); its lines are the notebook's source lines."""
+    nb = notebook.read(path)
+    if isinstance(nb, Finding):
+        return nb
+    result = load_module(path, catalogue, text=nb.source, cache=cache)
+    if isinstance(result, ModuleIR):
+        # nobody imports a notebook; noqa comments are in the cells' own text
+        result = replace(result, module="", noqa=noqa_lines(nb.original))
+    return nb, result
+
+
+def _map_notebooks(finding: Finding, notebooks: dict[str, Notebook]) -> Finding:
+    nb = notebooks.get(finding.path)
+    if nb is not None:
+        return nb.map_finding(finding)
+    if any(s.path in notebooks for s in finding.witness):
+        return replace(finding, witness=tuple(notebooks[s.path].map_step(s) if s.path in notebooks else s for s in finding.witness))
+    return finding
+
+
 def suppressed(finding: Finding, mod: Optional[ModuleIR]) -> bool:
     if mod is None or not mod.noqa:
         return False
@@ -56,11 +104,11 @@ def suppressed(finding: Finding, mod: Optional[ModuleIR]) -> bool:
     return False
 
 
-def lint_paths(paths: Sequence[str], config: Optional[Config] = None) -> LintResult:
+def lint_paths(paths: Sequence[str], config: Optional[Config] = None, cache: Optional[Cache] = None) -> LintResult:
     config = config or Config()
     catalogue = load_catalogue(config.extend_catalogue)
     found = discover(paths, exclude=config.exclude + config.extend_exclude, respect_gitignore=config.respect_gitignore)
-    return lint_files(found.files, config, catalogue, extra=found.problems)
+    return lint_files(found.files, config, catalogue, extra=found.problems, cache=cache)
 
 
 def lint_files(
@@ -68,36 +116,56 @@ def lint_files(
     config: Config,
     catalogue: Catalogue,
     extra: Iterable[Finding] = (),
+    cache: Optional[Cache] = None,
     overlay: Optional[dict[str, str]] = None,
 ) -> LintResult:
     """`overlay`: path -> text to lint instead of the file's content (how --fix checks a fix)."""
     modules: list[ModuleIR] = []
     findings: list[Finding] = list(extra)
+    notebooks: dict[str, Notebook] = {}
     count = 0
     for path in files:
         count += 1
         if path.endswith(".ipynb"):
-            continue  # notebooks: see cudalint.notebook (not yet supported)
-        result = load_module(path, catalogue, (overlay or {}).get(path))
+            result = load_notebook(path, catalogue, cache)
+            if isinstance(result, tuple):
+                notebooks[path] = result[0]
+                findings.extend(result[0].problems)
+                result = result[1]
+        else:
+            result = load_module(path, catalogue, (overlay or {}).get(path), cache=None if overlay and path in overlay else cache)
         if isinstance(result, Finding):
             findings.append(result)
         else:
             modules.append(result)
     project = Project(modules)
-    analyzer = Analyzer(project, build_checks(catalogue, config.enabled), init_keys)
+    analyzer = Analyzer(
+        project,
+        build_checks(catalogue, config.enabled, config.target_version),
+        init_keys,
+        derive=build_derive(config.target_version),
+    )
     try:
         findings.extend(analyzer.run())
     except RecursionError:  # deeply nested control flow: once more with a deep stack
         from cudalint.deep import call_deep
 
-        analyzer = Analyzer(project, build_checks(catalogue, config.enabled), init_keys)
+        analyzer = Analyzer(
+            project,
+            build_checks(catalogue, config.enabled, config.target_version),
+            init_keys,
+            derive=build_derive(config.target_version),
+        )
         findings.extend(call_deep(analyzer.run))
+    findings.extend(project_checks(analyzer, config.enabled, catalogue))
     by_path = {m.path: m for m in modules}
     kept = [
         f
         for f in findings
         if config.enabled(f.code) and not suppressed(f, by_path.get(f.path)) and not _per_file_ignored(f, config)
     ]
+    if notebooks:
+        kept = [_map_notebooks(f, notebooks) for f in kept]
     kept.sort(key=Finding.sort_key)
     return LintResult(findings=tuple(kept), files=count)
 

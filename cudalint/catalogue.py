@@ -20,7 +20,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 from cudalint.resources import catalogue_dir
 
 INIT_LEVELS = ("driver", "context", "none", "lazy")
-KINDS = ("call", "method", "import", "probe")
+KINDS = ("call", "method", "import", "probe", "attribute", "env_read")
 EFFECT_FIELDS = {
     "exits": bool,
     "env_write": dict,
@@ -35,9 +35,29 @@ EFFECT_FIELDS = {
     "cuda_ordinal_sink": str,
     "sets_start_method": bool,
     "returns": str,
+    "device_arg": str,
+    "device_ok": list,
+    # threads (CUD101/CUD102): see rules/catalogue/README.md
+    "thread_target": str,
+    "thread_many": bool,
+    "thread_waits": bool,
+    "concurrency": str,
+    "endpoint": str,
+    "singleton": str,
+    "lock_count": str,
+    "streams": str,
+    "reruns_script": bool,
+    # CUD004/CUD005/CUD006 data flow (rules/catalogue/README.md)
+    "cuda_ordinal_source": bool,
+    "nvml_index_sink": str,
+    "index_attribute": str,
+    "ordinal_map": bool,
+    "child_work": str,
+    "starts_on": str,
+    "start_method_arg": str,
 }
 API_FIELDS = {"name", "kind", "init", "note", "evidence", "match", "unless", "library"} | set(EFFECT_FIELDS)
-ENV_FIELDS = {"name", "frozen_by", "rule", "note", "evidence", "library"}
+ENV_FIELDS = {"name", "frozen_by", "also_frozen_by", "reader", "rule", "note", "evidence", "library"}
 
 
 class CatalogueError(ValueError):
@@ -82,6 +102,12 @@ class EnvVar:
     note: str = ""
     evidence: str = ""
     source: str = ""
+    also_frozen_by: tuple[str, ...] = ()  # other facts that freeze it too (pycuda.autoprimaryctx)
+    reader: str = ""  # who reads it, for messages ("CuPy", "PyTorch's CUDA caching allocator")
+
+    @property
+    def frozen_keys(self) -> tuple[str, ...]:
+        return (self.frozen_by,) + self.also_frozen_by
 
 
 @dataclass(frozen=True)
@@ -116,6 +142,18 @@ class Catalogue:
                 return lib.name
         return None
 
+    def context_methods(self) -> dict[str, tuple[str, ...]]:
+        """Class -> the methods that use its llama.cpp/ggml context (`touches_context` entries).
+
+        The tracer wraps these to see two threads inside one instance at once (CUD101 at run time).
+        """
+        out: dict[str, list[str]] = {}
+        for api in self.apis:
+            if api.get("touches_context") and api.kind == "call" and "." in api.name:
+                cls, _, method = api.name.rpartition(".")
+                out.setdefault(cls, []).append(method)
+        return {cls: tuple(dict.fromkeys(ms)) for cls, ms in out.items()}
+
     def trigger_words(self) -> frozenset[str]:
         """Identifiers whose absence from a file proves the file has no catalogue effect."""
         words: set[str] = set()
@@ -128,7 +166,11 @@ class Catalogue:
             if not any(ch in last for ch in "*?["):
                 words.add(last)
             else:
-                # a glob's last component says nothing; its argument patterns do
+                # a glob's last component says nothing; its last fixed component (`numpy` of
+                # `jax.numpy.*`, which every import of it names) and its argument patterns do
+                fixed = [p for p in api.name.split(".") if not any(ch in p for ch in "*?[")]
+                if len(fixed) > 1:
+                    words.add(fixed[-1])
                 for slots, _ in api.match:
                     words.update(s for s in slots if not s.isdigit())
         words.update(e.name for e in self.env)
@@ -175,9 +217,11 @@ def _api(raw: Mapping[str, Any], library: str, source: str, index: int) -> Api:
             value = raw[key]
             if isinstance(value, dict):
                 value = tuple(sorted(value.items()))
+            elif isinstance(value, list):
+                value = tuple(value)
             effects.append((key, value))
     return Api(
-        name=name.lstrip(".") if kind == "method" else name,
+        name=name.lstrip(".") if kind in ("method", "attribute") else name,
         kind=kind,
         library=str(raw.get("library", library)),
         init=init,
@@ -199,8 +243,12 @@ def _env(raw: Mapping[str, Any], library: str, source: str) -> EnvVar:
     if not isinstance(name, str) or not isinstance(raw.get("frozen_by"), str):
         raise CatalogueError(f"{where}: `name` and `frozen_by` are required strings")
     frozen_by = raw["frozen_by"]
-    if not (frozen_by.startswith("init:") or frozen_by.startswith("import:")):
-        raise CatalogueError(f"{where}: frozen_by must be init:<library|driver> or import:<module>")
+    also = raw.get("also_frozen_by", [])
+    if not isinstance(also, list) or not all(isinstance(k, str) for k in also):
+        raise CatalogueError(f"{where}: `also_frozen_by` must be a list of strings")
+    for key in [frozen_by, *also]:
+        if not (key.startswith("init:") or key.startswith("import:")):
+            raise CatalogueError(f"{where}: frozen_by must be init:<library|driver> or import:<module>, not {key!r}")
     return EnvVar(
         name=name,
         frozen_by=frozen_by,
@@ -209,6 +257,8 @@ def _env(raw: Mapping[str, Any], library: str, source: str) -> EnvVar:
         note=str(raw.get("note", "")),
         evidence=str(raw.get("evidence", "")),
         source=source,
+        also_frozen_by=tuple(also),
+        reader=str(raw.get("reader", "")),
     )
 
 

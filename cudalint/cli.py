@@ -24,12 +24,19 @@ def _codes(values: tuple[str, ...]) -> tuple[str, ...]:
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif", "github"]), default="text", show_default=True)
 @click.option("--explain", metavar="CODE", help="Print the documentation of a rule and exit.")
 @click.option("--no-gitignore", is_flag=True, help="Also lint files that .gitignore ignores.")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the summary cache.")
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False),
+    envvar="CUDALINT_CACHE_DIR",
+    help="Where to keep the summary cache [default: ./.cudalint_cache].",
+)
 @click.option("--statistics", is_flag=True, help="Print the number of findings per rule code instead of the findings.")
 @click.option("--output-file", "-o", type=click.Path(dir_okay=False, writable=True), help="Write the report to this file.")
 @click.option("--fix", is_flag=True, help="Apply the fixes that are certain, then report what is left.")
 @click.option("--diff", is_flag=True, help="Print the fixes --fix would apply as a diff; change no file.")
 @click.version_option(__version__, prog_name="cudalint")
-def cli(paths, select, ignore, exclude, fmt, explain, no_gitignore, statistics, output_file, fix, diff) -> None:
+def cli(paths, select, ignore, exclude, fmt, explain, no_gitignore, no_cache, cache_dir, statistics, output_file, fix, diff) -> None:
     """Find GPU bugs that raise no error. Lints PATHS (default: the current directory)."""
     from cudalint.registry import RULES, doc, doc_path
 
@@ -49,11 +56,19 @@ def cli(paths, select, ignore, exclude, fmt, explain, no_gitignore, statistics, 
         respect_gitignore=not no_gitignore,
     )
     targets = list(paths) or ["."]
-    if fix or diff:
+    if fix or diff:  # a fix is checked against fresh analysis: no cache
         from cudalint.outputs import run_fix
 
         sys.exit(run_fix(targets, config, fmt=fmt, diff=diff, output_file=output_file, statistics=statistics))
-    result = lint_paths(targets, config)
+    cache = None
+    if not no_cache:
+        from pathlib import Path
+
+        from cudalint.cache import Cache
+        from cudalint.catalogue import load_catalogue
+
+        cache = Cache.open(Path(cache_dir) if cache_dir else None, load_catalogue(config.extend_catalogue))
+    result = lint_paths(targets, config, cache=cache)
     from cudalint.outputs import write_report
 
     write_report(result, fmt=fmt, output_file=output_file, statistics=statistics)

@@ -12,9 +12,13 @@ class Step:
     path: str
     line: int
     note: str
+    cell: int | None = field(default=None, compare=False)  # notebooks: 1-based cell; `line` is then within it
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "line": self.line, "note": self.note}
+        out: dict[str, Any] = {"path": self.path, "line": self.line, "note": self.note}
+        if self.cell is not None:
+            out["cell"] = self.cell
+        return out
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,20 @@ class Finding:
     # a machine-readable fix hint for `cudalint --fix` (see cudalint/fix.py), e.g. "add-device-order";
     # not part of the JSON output
     fix: str | None = field(default=None, compare=False)
+
+    @classmethod
+    def at(
+        cls,
+        code: str,
+        path: str,
+        loc: tuple[int, int, int, int],
+        message: str,
+        witness: tuple[Step, ...] = (),
+        severity: str = "error",
+    ) -> "Finding":
+        """A finding spanning an IR location (line, column, end_line, end_column)."""
+        line, column, end_line, end_column = loc
+        return cls(code, path, line, column, end_line, end_column, message, witness, severity)
 
     def sort_key(self) -> tuple:
         return (self.path, self.cell or 0, self.line, self.column, self.code, self.message)

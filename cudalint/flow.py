@@ -77,6 +77,12 @@ EMPTY = Summary(out={}, exposed=())
 # check(analyzer, exposed_event, lookup, prefix_steps) -> Finding | None
 Check = Callable[["Analyzer", Exposed, Callable[[str], Optional[Fact]], tuple[Step, ...]], Optional[Finding]]
 
+# A derivation adds facts at an event, given the facts before it (still gen-only: "the fork server
+# has started", "an environment variable was written after that"). It runs where the event happens
+# and again in every caller's state, like a check:
+# derive(event, path, chain, lookup) -> [(key, Fact), ...]
+Derive = Callable[[Event, str, tuple[Step, ...], Callable[[str], Optional[Fact]]], Iterable[tuple[str, Fact]]]
+
 
 @dataclass
 class _Walk:
@@ -89,9 +95,16 @@ class _Walk:
 
 
 class Analyzer:
-    def __init__(self, project: Project, checks: dict[str, list[Check]], init_keys: Callable[[Event], list[str]]):
+    def __init__(
+        self,
+        project: Project,
+        checks: dict[str, list[Check]],
+        init_keys: Callable[[Event], list[str]],
+        derive: Optional[dict[str, list[Derive]]] = None,
+    ):
         self.project = project
         self.checks = checks
+        self.derive = derive or {}
         self.init_keys = init_keys
         self.summaries: dict[tuple[str, str], Summary] = {}
         self.in_progress: set[tuple[str, str]] = set()
@@ -227,10 +240,15 @@ class Analyzer:
                 target = self.project.resolve_module(name, w.mod)
                 if target is None or target is w.mod:
                     continue
+                # a module's top level runs once per process: a second import finds it in sys.modules
+                key = f"imported:{target.path}"
+                if key in state:
+                    continue
                 summary = self.module_summary(target)
                 state = self.apply(summary, ev, state, w, f"{ev.text} runs {target.path}'s top level")
                 if state is None:
                     return None
+                state = gen(state, [key], Fact(steps=(Step(w.mod.path, ev.loc[0], f"{ev.text} imports {target.path}"),), cause=(ev.text, w.mod.path, ev.loc[0])))
         elif kind == "call":
             target = self.project.resolve_symbol(ev.data[0], w.mod)
             if target is not None:
@@ -261,21 +279,45 @@ class Analyzer:
         if kind in self.checks:
             exposed = Exposed(event=ev, path=w.mod.path, chain=(), local={})
             self.judge(exposed, state, ())
+        if kind in self.checks or kind in self.derive:
             w.exposed.append(Exposed(event=ev, path=w.mod.path, chain=(), local=state))
+        if kind in self.derive:
+            state = self.derived(ev, w.mod.path, (), state, state.get)
         return state
+
+    def derived(self, ev: Event, path: str, chain: tuple[Step, ...], state: State, lookup) -> State:
+        for key, fact in self._derive_facts(ev, path, chain, lookup):
+            state = gen(state, [key], fact)
+        return state
+
+    def _derive_facts(self, ev: Event, path: str, chain: tuple[Step, ...], lookup) -> Iterable[tuple[str, Fact]]:
+        for derive in self.derive.get(ev.kind, ()):
+            yield from derive(ev, path, chain, lookup)
 
     def apply(self, summary: Summary, ev: Event, state: State, w: _Walk, note: str) -> Optional[State]:
         step = Step(w.mod.path, ev.loc[0], note)
+        # facts derived in this caller's state from the callee's events so far, in their order
+        # (the caller may hold facts the callee could not see, e.g. the start method it set)
+        extra: State = {}
         for inner in summary.exposed:
             chain = (step,) + inner.chain
+            here = state if not extra else {**extra, **state}
             # judged in this caller's state: facts from here first, then the callee's own
-            self.judge(Exposed(inner.event, inner.path, chain, inner.local), state, ())
+            if inner.event.kind in self.checks:
+                self.judge(Exposed(inner.event, inner.path, chain, inner.local), here, ())
+            if inner.event.kind in self.derive:
+                before = lambda key, _s=here, _l=inner.local: _s.get(key) or _l.get(key)  # noqa: E731
+                for key, fact in self._derive_facts(inner.event, inner.path, chain, before):
+                    if key not in state:
+                        extra.setdefault(key, fact)
             if len(w.exposed) < 200:
-                merged = join([state, inner.local]) or {}
+                merged = join([here, inner.local]) or {}
                 w.exposed.append(Exposed(inner.event, inner.path, chain, merged))
         if summary.out is None:
             return None
         added = {k: Fact(v.steps + (step,), v.cause) for k, v in summary.out.items() if k not in state}
+        for key, fact in extra.items():
+            added.setdefault(key, fact)
         if not added:
             return state
         new = dict(state)

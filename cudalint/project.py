@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Iterable, Optional
 
-from cudalint.ir import Function, ModuleIR
+from cudalint.ir import Function, ModuleIR, iter_events
 
 
 def module_name(path: PurePath) -> tuple[str, bool]:
@@ -91,36 +91,13 @@ class Project:
 
         out: dict[str, list[tuple[ModuleIR, int]]] = {}
         for mod in self.modules:
-            for ev in _events(mod.top):
+            for ev in iter_events(mod.top):
                 if isinstance(ev, Event) and ev.kind == "import":
                     for name in ev.data:
                         target = self.resolve_module(name, mod)
                         if target is not None and target is not mod:
                             out.setdefault(_norm(target.path), []).append((mod, ev.loc[0]))
         return out
-
-
-def _events(block: Iterable) -> Iterable:
-    from cudalint.ir import Branch, Event, Loop, MainGuard, Try
-
-    for node in block:
-        if isinstance(node, Event):
-            yield node
-        elif isinstance(node, Branch):
-            for arm in node.arms:
-                yield from _events(arm)
-        elif isinstance(node, Loop):
-            yield from _events(node.body)
-            yield from _events(node.orelse)
-        elif isinstance(node, Try):
-            yield from _events(node.body)
-            for h in node.handlers:
-                yield from _events(h)
-            yield from _events(node.orelse)
-            yield from _events(node.final)
-        elif isinstance(node, MainGuard):
-            yield from _events(node.body)
-            yield from _events(node.orelse)
 
 
 def _norm(path: str) -> str:

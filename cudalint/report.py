@@ -50,7 +50,8 @@ def text(
     for f in findings:
         out.write(f"{_paint(location(f), 'path', colour)}: {_paint(f.code, 'code', colour)} {f.message}\n")
         for step in f.witness:
-            out.write(_paint(f"    {step.path}:{step.line}: {step.note}", "dim", colour) + "\n")
+            where = f"{step.path}:cell {step.cell}:{step.line}" if step.cell is not None else f"{step.path}:{step.line}"
+            out.write(_paint(f"    {where}: {step.note}", "dim", colour) + "\n")
         hint = (hints or {}).get((f.path, f.line, f.code))
         if hint:
             out.write(f"    help: {hint}\n")
@@ -99,7 +100,8 @@ def github(findings: Iterable[Finding], out: TextIO) -> None:
         if f.cell is not None:
             message = f"cell {f.cell}: {message}"
         for step in f.witness:
-            message += f"\n    {step.path}:{step.line}: {step.note}"
+            where = f"{step.path}:cell {step.cell}:{step.line}" if step.cell is not None else f"{step.path}:{step.line}"
+            message += f"\n    {where}: {step.note}"
         joined = ",".join(f"{k}={_gh_property(v)}" for k, v in props)
         out.write(f"::{level} {joined}::{_gh_data(message)}\n")
 

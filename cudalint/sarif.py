@@ -93,6 +93,8 @@ def _physical(paths: _Paths, path: str, region: dict) -> dict:
 def _step(paths: _Paths, step: Step) -> dict:
     loc = _physical(paths, step.path, {"startLine": max(step.line, 1)})
     loc["message"] = {"text": step.note}
+    if getattr(step, "cell", None) is not None:
+        loc["properties"] = {"cell": step.cell}
     return {"location": loc}
 
 

@@ -21,16 +21,7 @@ class Source:
 
 
 def problem(path: str, reason: str, line: int = 1, column: int = 1) -> Finding:
-    return Finding(
-        code="CUD900",
-        path=path,
-        line=line,
-        column=column,
-        end_line=line,
-        end_column=column,
-        message=reason,
-        severity="error",
-    )
+    return Finding.at("CUD900", path, (line, column, line, column), reason)
 
 
 # libcst needs about 200 bytes of memory per byte of source (a 50 MB file of short statements took
@@ -47,6 +38,13 @@ def _megabytes(n: int) -> str:
 
 
 def read(path: str) -> Union[Source, Finding]:
+    data = read_bytes(path)
+    if isinstance(data, Finding):
+        return data
+    return decode(path, data)
+
+
+def read_bytes(path: str) -> Union[bytes, Finding]:
     try:
         # opening a FIFO or a device would block or never end: only regular files are read
         if not stat.S_ISREG(os.stat(path).st_mode) and not os.path.isdir(path):
@@ -62,6 +60,7 @@ def read(path: str) -> Union[Source, Finding]:
             data = fh.read(MAX_FILE_BYTES + 1)
             if len(data) > MAX_FILE_BYTES:  # a pipe or a file that grew while we read it
                 return problem(path, f"skipped: more than the {_megabytes(MAX_FILE_BYTES)} cudalint parses")
+            return data
     except IsADirectoryError:
         return problem(path, "cannot read: is a directory")
     except PermissionError:
@@ -70,7 +69,6 @@ def read(path: str) -> Union[Source, Finding]:
         return problem(path, "cannot read: no such file (a broken symlink?)")
     except OSError as exc:
         return problem(path, f"cannot read: {exc.strerror or exc}")
-    return decode(path, data)
 
 
 def decode(path: str, data: bytes) -> Union[Source, Finding]:

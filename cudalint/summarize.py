@@ -12,9 +12,13 @@ from typing import Iterable, Optional, Sequence
 
 import libcst as cst
 
+from cudalint import labels
+from cudalint.callargs import arg_expr
 from cudalint.catalogue import Api, Catalogue
 from cudalint.ir import Block, Branch, ClassInfo, Event, Function, Loop, MainGuard, ModuleIR, Node, Try
 from cudalint.positions import positions
+from cudalint.thread_events import ThreadEvents
+from cudalint.values import value_info
 
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins"}
 _BUILTINS = {"exit": "builtins.exit", "quit": "builtins.quit"}
@@ -103,7 +107,21 @@ class _Scope:
     types: dict[str, str] = field(default_factory=dict)  # variable -> qualified type or ":C"
     consts: dict[str, object] = field(default_factory=dict)
     env_aliases: set[str] = field(default_factory=set)
+    labels: dict[str, frozenset] = field(default_factory=dict)  # variable -> value labels (cudalint.labels)
     parent: Optional["_Scope"] = None
+    bound: set[str] = field(default_factory=set)  # names assigned here (thread events' refs)
+    globals_: set[str] = field(default_factory=set)  # `global` declarations
+    streams: dict[str, str] = field(default_factory=dict)  # local -> ref of the Llama it streams from
+
+    def lookup_labels(self, name: str) -> frozenset:
+        scope: Optional[_Scope] = self
+        while scope is not None:
+            if name in scope.labels:
+                return scope.labels[name]
+            if name in scope.types or name in scope.consts or name in scope.env_aliases:
+                return frozenset()  # rebound here without labels
+            scope = scope.parent
+        return frozenset()
 
     def lookup_def(self, name: str) -> Optional[str]:
         scope: Optional[_Scope] = self
@@ -149,7 +167,7 @@ class _Scope:
         return out
 
 
-class _Summarizer:
+class _Summarizer(ThreadEvents):
     def __init__(self, module: cst.Module, path: str, modname: str, catalogue: Catalogue, is_package: bool):
         self.module = module
         self.path = path
@@ -164,6 +182,8 @@ class _Summarizer:
         self.wanted: list[cst.CSTNode] = []
         self.env_mappings = {a.name for a in catalogue.apis if a.get("env_mapping")}
         self.lib_roots = {r for lib in catalogue.libraries for r in lib.import_roots}
+        self.init_thread_events()
+        self.return_labels: dict[str, set] = {}  # function qualname -> labels of its returned values
 
     # ---------- events -------------------------------------------------------------------
     def event(self, kind: str, node: cst.CSTNode, data: tuple = (), text: Optional[str] = None) -> Event:
@@ -240,6 +260,9 @@ class _Summarizer:
             if name in self.classes:
                 return q
             return None
+        for api in self.cat.calls_named(q):
+            if api.get("returns") and self.applies(api, call, scope):
+                return api.get("returns")
         return q
 
     # ---------- argument matching ---------------------------------------------------------
@@ -262,6 +285,11 @@ class _Summarizer:
         val = literal(expr, scope.all_consts())
         if val is not _UNKNOWN:
             return val
+        # a command line given as a list of strings stands for the words joined by spaces
+        if isinstance(expr, (cst.List, cst.Tuple)) and expr.elements:
+            words = [literal(el.value, scope.all_consts()) for el in expr.elements if isinstance(el, cst.Element)]
+            if words and all(isinstance(w, str) for w in words):
+                return " ".join(words)  # type: ignore[arg-type]
         # torch.device("cuda:1") stands for its string
         if isinstance(expr, cst.Call) and expr.args:
             q = self.qualify(expr.func, scope)
@@ -287,6 +315,13 @@ class _Summarizer:
             return
         if isinstance(expr, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
             return  # not executed here
+        if isinstance(expr, cst.Yield):
+            if self._yields:
+                self._yields[-1] = True
+            if isinstance(expr.value, cst.From):
+                self.expr(expr.value.item, scope, out)
+                self.stream_iteration(expr.value.item, scope, out)
+                return
         if isinstance(expr, cst.BooleanOperation):
             self.expr(expr.left, scope, out)
             right: list[Node] = []
@@ -305,6 +340,14 @@ class _Summarizer:
             return
         if isinstance(expr, (cst.Name, cst.SimpleString, cst.Integer, cst.Float, cst.Imaginary)):
             return
+        if isinstance(expr, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+            # a comprehension's element runs once per item: a loop (threads started in it are several)
+            inner: list[Node] = []
+            for child in expr.children:
+                self.expr(child, scope, inner)
+            if inner:
+                out.append(Loop(body=tuple(inner), orelse=(), loc=self.loc_node(expr)))
+            return
         for child in expr.children:
             self.expr(child, scope, out)
 
@@ -317,8 +360,15 @@ class _Summarizer:
             self.expr(func, scope, out)
         for arg in call.args:
             self.expr(arg.value, scope, out)
-        q = self.qualify(func, scope)
+        q = self.callee(call, scope)
+        if isinstance(func, cst.Name) and func.value == "setattr" and q is None and len(call.args) >= 3:
+            owner = self.qualify(call.args[0].value, scope)
+            attr = literal(call.args[1].value)
+            if owner and isinstance(attr, str):
+                self.monkeypatch_event(f"{owner}.{attr}", call, out)
+        labels.method_call(self, call, q, scope, out)
         self.call_effects(call, q, scope, out)
+        self.llama_call_events(call, scope, out)
 
     def call_effects(self, call: cst.Call, q: Optional[str], scope: _Scope, out: list[Node]) -> None:
         matched = False
@@ -326,7 +376,7 @@ class _Summarizer:
             for api in self.cat.calls_named(q):
                 if self.applies(api, call, scope):
                     matched = True
-                    self.api_effects(api, call, out)
+                    self.api_effects(api, call, out, scope)
                     break
             if not matched and self.env_call(call, q, scope, out):
                 return
@@ -334,12 +384,20 @@ class _Summarizer:
             for api in self.cat.methods.get(call.func.attr.value, ()):
                 if self.applies(api, call, scope):
                     matched = True
-                    self.api_effects(api, call, out)
+                    self.api_effects(api, call, out, scope)
                     break
         if matched or q is None:
             return
         if q.startswith(":") or self.maybe_project(q):
             out.append(self.event("call", call, (q,)))
+
+    def monkeypatch_event(self, q: Optional[str], node: cst.CSTNode, out: list[Node]) -> None:
+        """`torch.cuda.is_available = ...`: a catalogued CUDA API replaced for the whole process (CUD008)."""
+        if q is None or q.startswith(":"):
+            return
+        apis = [a for a in self.cat.calls_named(q) if a.init is not None and not a.is_glob]
+        if apis:
+            out.append(self.event("monkeypatch", node, (q, apis[0].init)))
 
     def receiver_is_value(self, receiver: cst.BaseExpression, scope: _Scope) -> bool:
         """`x.cuda()`, `f().to("cuda")`: a method of an object, not a function of an imported module."""
@@ -355,32 +413,39 @@ class _Summarizer:
         root = q.split(".", 1)[0]
         return root not in self.lib_roots and root not in _STDLIB
 
-    def api_effects(self, api: Api, call: cst.Call, out: list[Node]) -> None:
+    def api_effects(self, api: Api, call: cst.Call, out: list[Node], scope: Optional[_Scope] = None) -> None:
+        self.thread_api_effects(api, call, scope or self._scope, out)
         if api.initializes:
             out.append(self.event("init", call, (api.name, api.library, api.init, api.note)))
         env_write = api.get("env_write")
         if env_write:
             spec = dict(env_write)
-            out.append(self.env_event(call, self.arg_literal(call, spec.get("key", "0")), self.arg_text(call, spec.get("value", "1"))))
+            value_expr = arg_expr(call, spec.get("value", "1"))
+            out.append(self.env_event(call, self.arg_literal(call, spec.get("key", "0")), self.text(value_expr) if value_expr is not None else "", value_expr))
+        device_arg = api.get("device_arg")
+        if device_arg:
+            value_expr = arg_expr(call, device_arg)
+            if value_expr is not None:
+                vtype, vlit = value_info(value_expr, self._scope, self.imports)
+                out.append(self.event("device_arg", call, (api.name, vtype, vlit, self.text(value_expr))))
         if api.get("exits"):
             out.append(self.event("exit", call, (api.name,)))
+        labels.api_effects(self, api, call, self._scope, out)
 
     def arg_literal(self, call: cst.Call, slots: str) -> str:
         val = self.arg_value(call, tuple(slots.split("|")), self._scope)
         return val if isinstance(val, str) else ""
 
     def arg_text(self, call: cst.Call, slots: str) -> str:
-        positional = [a for a in call.args if a.keyword is None and not a.star]
-        for slot in slots.split("|"):
-            if slot.isdigit() and int(slot) < len(positional):
-                return self.text(positional[int(slot)].value)
-            for a in call.args:
-                if a.keyword is not None and a.keyword.value == slot:
-                    return self.text(a.value)
-        return ""
+        expr = arg_expr(call, slots)
+        return self.text(expr) if expr is not None else ""
 
-    def env_event(self, node: cst.CSTNode, var: str, value: str) -> Event:
-        return self.event("env_write", node, (var, value))
+    def env_event(self, node: cst.CSTNode, var: str, value: str, value_expr: Optional[cst.BaseExpression] = None) -> Event:
+        # data: (variable, value source text, value type, exact str value, labels); see cudalint.values
+        # and cudalint.labels (CUD004 sees NVML indices written to CUDA_VISIBLE_DEVICES)
+        vtype, vlit = value_info(value_expr, self._scope, self.imports) if value_expr is not None else ("", "")
+        found = labels.for_event(self, value_expr, self._scope) if value_expr is not None else ()
+        return self.event("env_write", node, (var, value, vtype, vlit, found))
 
     def is_env(self, expr: cst.BaseExpression, scope: _Scope) -> bool:
         if isinstance(expr, cst.Name) and scope.is_env_alias(expr.value):
@@ -401,17 +466,18 @@ class _Summarizer:
         if method == "update":
             for arg in call.args:
                 if arg.keyword is not None:
-                    out.append(self.env_event(arg, arg.keyword.value, self.text(arg.value)))
+                    out.append(self.env_event(arg, arg.keyword.value, self.text(arg.value), arg.value))
                 elif arg.star == "" and isinstance(arg.value, cst.Dict):
                     for el in arg.value.elements:
                         if isinstance(el, cst.DictElement):
-                            out.append(self.env_event(el, self.key_of(el.key, scope), self.text(el.value)))
+                            out.append(self.env_event(el, self.key_of(el.key, scope), self.text(el.value), el.value))
                 else:
                     out.append(self.env_event(call, "", self.text(arg.value)))
             return True
         if method == "setdefault" and call.args:
             value = self.text(call.args[1].value) if len(call.args) > 1 else ""
-            out.append(self.env_event(call, self.key_of(call.args[0].value, scope), value))
+            value_expr = call.args[1].value if len(call.args) > 1 else None
+            out.append(self.env_event(call, self.key_of(call.args[0].value, scope), value, value_expr))
             return True
         if method in ("pop", "__delitem__", "__setitem__") and call.args:
             out.append(self.env_event(call, self.key_of(call.args[0].value, scope), ""))
@@ -452,7 +518,9 @@ class _Summarizer:
                 out.append(Branch(arms=(body, self.orelse_block(stmt.orelse, scope)), exhaustive=True))
         elif isinstance(stmt, cst.For):
             self.expr(stmt.iter, scope, out)
+            self.stream_iteration(stmt.iter, scope, out)
             self.bind(stmt.target, None, scope)
+            labels.on_for(self, stmt.target, stmt.iter, scope)
             out.append(Loop(body=self.suite(stmt.body, scope), orelse=self.orelse_block(stmt.orelse, scope), loc=self.loc_node(stmt)))
         elif isinstance(stmt, cst.While):
             test: list[Node] = []
@@ -472,6 +540,7 @@ class _Summarizer:
                 )
             )
         elif isinstance(stmt, cst.With):
+            held = []
             for item in stmt.items:
                 self.expr(item.item, scope, out)
                 if isinstance(item.item, cst.Call):
@@ -481,8 +550,16 @@ class _Summarizer:
                             self.api_effects(api, item.item, out)
                             break
                 if item.asname is not None:
+                    origin = self.origin(item.item, scope)
                     self.bind(item.asname.name, item.item, scope)
+                    self.bind_event(item.asname.name, origin, item, scope, out)
+                lock = self.lock_ref(item.item, scope)
+                if lock:
+                    out.append(self.event("lock_enter", item.item, (lock,)))
+                    held.append((lock, item.item))
             out.extend(self.suite(stmt.body, scope))
+            for lock, node in reversed(held):
+                out.append(self.event("lock_exit", node, (lock,)))
         elif isinstance(stmt, cst.FunctionDef):
             self.funcdef(stmt, scope, out)
         elif isinstance(stmt, cst.ClassDef):
@@ -514,6 +591,7 @@ class _Summarizer:
             self.expr(small.value, scope, out)
         elif isinstance(small, cst.Assign):
             self.expr(small.value, scope, out)
+            self.stream_binding(small.value, [t.target for t in small.targets], scope, out)
             for target in small.targets:
                 self.assign_target(target.target, small.value, small, scope, out)
         elif isinstance(small, cst.AnnAssign):
@@ -526,7 +604,7 @@ class _Summarizer:
                 if isinstance(small.value, cst.Dict):
                     for el in small.value.elements:
                         if isinstance(el, cst.DictElement):
-                            out.append(self.env_event(el, self.key_of(el.key, scope), self.text(el.value)))
+                            out.append(self.env_event(el, self.key_of(el.key, scope), self.text(el.value), el.value))
                 else:
                     out.append(self.env_event(small, "", self.text(small.value)))
             else:
@@ -537,7 +615,8 @@ class _Summarizer:
                     out.append(self.env_event(small, self.subscript_key(target, scope), ""))
         elif isinstance(small, cst.Return):
             self.expr(small.value, scope, out)
-            out.append(self.event("return", small, ()))
+            labels.on_return(self, small.value, scope)
+            out.append(self.event("return", small, self.return_data(small.value, scope)))
         elif isinstance(small, cst.Raise):
             self.expr(small.exc, scope, out)
             out.append(self.event("raise", small, ()))
@@ -572,7 +651,9 @@ class _Summarizer:
             self.import_effects(small, [base], out, submodules=targets)
         elif isinstance(small, cst.Assert):
             self.expr(small.test, scope, out)
-        elif isinstance(small, (cst.Pass, cst.Global, cst.Nonlocal)):
+        elif isinstance(small, cst.Global):
+            scope.globals_.update(n.name.value for n in small.names)
+        elif isinstance(small, (cst.Pass, cst.Nonlocal)):
             pass
         else:
             for child in small.children:
@@ -595,18 +676,23 @@ class _Summarizer:
         if isinstance(target, cst.Subscript):
             self.expr(target.value, scope, out)
             if self.is_env(target.value, scope):
-                out.append(self.env_event(stmt, self.subscript_key(target, scope), self.text(value) if value is not None else ""))
+                out.append(self.env_event(stmt, self.subscript_key(target, scope), self.text(value) if value is not None else "", value))
             return
         if isinstance(target, cst.Attribute):
             self.expr(target.value, scope, out)
+            self.monkeypatch_event(self.qualify(target, scope), stmt, out)
             parts = dotted(target)
+            if bind and value is not None:
+                self.bind_event(target, self.origin(value, scope), stmt, scope, out)
             if bind and value is not None and parts and parts[0] in ("self", "cls") and len(parts) == 2 and scope.cls:
                 typ = self.type_of_value(value, scope)
                 if typ:
                     self.attr_types.setdefault((scope.cls, parts[1]), typ)
             return
         if bind:
+            origin = self.origin(value, scope) if value is not None and isinstance(target, cst.Name) else None
             self.bind(target, value, scope)
+            self.bind_event(target, origin, stmt, scope, out)
 
     def type_of_value(self, value: cst.BaseExpression, scope: _Scope) -> Optional[str]:
         if isinstance(value, cst.Call):
@@ -616,6 +702,10 @@ class _Summarizer:
         return None
 
     def bind(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression], scope: _Scope) -> None:
+        self._bind(target, value, scope)
+        labels.on_bind(self, target, value, scope)
+
+    def _bind(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression], scope: _Scope) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):
             for el in target.elements:
                 self.bind(el.value, None, scope)
@@ -623,6 +713,7 @@ class _Summarizer:
         if not isinstance(target, cst.Name):
             return
         name = target.value
+        scope.bound.add(name)
         scope.types.pop(name, None)
         scope.env_aliases.discard(name)
         scope.consts.pop(name, None)
@@ -653,6 +744,8 @@ class _Summarizer:
         lib = [n for n in seen if n.split(".")[0] in self.lib_roots]
         for name in seen:
             for api in self.cat.imports.get(name, ()):
+                if not api.initializes:
+                    continue  # e.g. `streamlit` (reruns_script): read by cudalint.threads from import_lib
                 out.append(self.event("init", node, (api.name, api.library, api.init, api.note)))
         if lib:
             out.append(self.event("import_lib", node, tuple(lib)))
@@ -679,9 +772,24 @@ class _Summarizer:
             inner = _Scope(qualname=qualname, cls=cls, parent=scope.parent)
         else:
             inner = _Scope(qualname=qualname, cls=scope.cls, parent=scope)
-        body = self.suite(node.body, inner)
+        params = tuple(p.name.value for p in _params(node.params))
+        inner.bound.update(params)
+        labels.on_params(self, _params(node.params), inner)
+        binds = self.param_binds(node, qualname, scope)
+        self._yields.append(False)
+        body = tuple(binds) + self.suite(node.body, inner)
+        is_generator = self._yields.pop()
         self._scope = scope
-        self.functions[qualname] = Function(qualname=qualname, loc=self.loc_node(node.name), body=body, is_async=node.asynchronous is not None)
+        self.functions[qualname] = Function(
+            qualname=qualname,
+            loc=self.loc_node(node.name),
+            body=body,
+            is_async=node.asynchronous is not None,
+            decorators=self.decorator_names(node, scope),
+            params=params,
+            is_generator=is_generator,
+            returns=tuple(self.return_labels.get(qualname, ())),
+        )
 
     def classdef(self, node: cst.ClassDef, scope: _Scope, out: list[Node]) -> None:
         for dec in node.decorators:
@@ -745,7 +853,7 @@ def noqa_lines(source: str) -> tuple[tuple[int, tuple[str, ...]], ...]:
 
 def _finalize(node: Node, pos: dict[int, tuple[int, int, int, int]]) -> Node:
     if isinstance(node, Event):
-        return replace(node, loc=pos.get(id(node.loc), (0, 0, 0, 0)))
+        return replace(node, loc=pos.get(id(node.loc), (0, 0, 0, 0)), data=labels.freeze(node.data, pos))
     if isinstance(node, Branch):
         return Branch(arms=tuple(_finalize_block(a, pos) for a in node.arms), exhaustive=node.exhaustive)
     if isinstance(node, Loop):
@@ -773,7 +881,12 @@ def summarize(module: cst.Module, source: str, path: str, modname: str, catalogu
     top = s.block(module.body, top_scope)
     pos = positions(module, s.wanted)
     functions = {
-        name: Function(qualname=f.qualname, loc=pos.get(id(f.loc), (0, 0, 0, 0)), body=_finalize_block(f.body, pos), is_async=f.is_async)
+        name: replace(
+            f,
+            loc=pos.get(id(f.loc), (0, 0, 0, 0)),
+            body=_finalize_block(f.body, pos),
+            returns=labels.freeze(f.returns, pos),
+        )
         for name, f in s.functions.items()
     }
     return ModuleIR(

@@ -25,7 +25,11 @@ def _expected(case: Path):
 
 
 def _as_tuples(findings):
-    return sorted((f["path"], f["line"], f["code"]) for f in findings)
+    return sorted((f["path"], f.get("cell") or 0, f["line"], f["code"]) for f in findings)
+
+
+def _expected_tuples(expected):
+    return sorted((e.path, e.cell or 0, e.line, e.code) for e in expected)
 
 
 @pytest.mark.parametrize("case", CASES, ids=case_id)
@@ -35,11 +39,11 @@ def test_fixture_library(case: Path, monkeypatch) -> None:
     result = lint_paths([target])
     got = [f.to_json() for f in result.findings]
     expected = _expected(case)
-    assert _as_tuples(got) == sorted((e.path, e.line, e.code) for e in expected)
-    by_place = {(f["path"], f["line"], f["code"]): f for f in got}
+    assert _as_tuples(got) == _expected_tuples(expected)
+    by_place = {(f["path"], f.get("cell") or 0, f["line"], f["code"]): f for f in got}
     for e in expected:
         if e.witness is not None:
-            steps = tuple((s["path"], s["line"]) for s in by_place[(e.path, e.line, e.code)]["witness"])
+            steps = tuple((s["path"], s.get("cell"), s["line"]) for s in by_place[(e.path, e.cell or 0, e.line, e.code)]["witness"])
             assert steps == e.witness, f"witness of {e.code} at {e.path}:{e.line}"
 
 
@@ -56,9 +60,10 @@ def test_fixture_cli(case: Path) -> None:
     expected = _expected(case)
     assert proc.returncode == (1 if expected else 0), proc.stderr
     got = json.loads(proc.stdout)
-    assert _as_tuples(got) == sorted((e.path, e.line, e.code) for e in expected)
+    assert _as_tuples(got) == _expected_tuples(expected)
+    keys = {"code", "path", "line", "column", "end_line", "end_column", "message", "witness", "severity"}
     for f in got:
-        assert set(f) == {"code", "path", "line", "column", "end_line", "end_column", "message", "witness", "severity"}
+        assert set(f) == (keys | {"cell"} if f["path"].endswith(".ipynb") else keys)
 
 
 def test_all_fixtures_together_give_the_union(monkeypatch) -> None:
@@ -66,10 +71,10 @@ def test_all_fixtures_together_give_the_union(monkeypatch) -> None:
     from tests.fixture_expectations import FIXTURES
 
     monkeypatch.chdir(FIXTURES.parent)
-    got = sorted((f.path, f.line, f.code) for f in lint_paths(["fixtures"]).findings)
+    got = sorted((f.path, f.cell or 0, f.line, f.code) for f in lint_paths(["fixtures"]).findings)
     expected = []
     for case in CASES:
         prefix = case.relative_to(FIXTURES.parent).as_posix() if case.is_dir() else case.parent.relative_to(FIXTURES.parent).as_posix()
         for e in _expected(case):
-            expected.append((f"{prefix}/{e.path}", e.line, e.code))
+            expected.append((f"{prefix}/{e.path}", e.cell or 0, e.line, e.code))
     assert got == sorted(expected)

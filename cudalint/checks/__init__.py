@@ -9,15 +9,35 @@ from __future__ import annotations
 from typing import Callable
 
 from cudalint.catalogue import Catalogue
-from cudalint.checks import env
-from cudalint.flow import Check
+from cudalint.checks import device_values, env, fork, gpu_index, monkeypatch
+from cudalint.flow import Check, Derive
 
 
-def build_checks(catalogue: Catalogue, enabled: Callable[[str], bool]) -> dict[str, list[Check]]:
+def build_checks(catalogue: Catalogue, enabled: Callable[[str], bool], target_version: str = "py310") -> dict[str, list[Check]]:
     checks: dict[str, list[Check]] = {}
-    for kind, check in env.checks(catalogue, enabled):
+    for module in (env, device_values, monkeypatch):
+        for kind, check in module.checks(catalogue, enabled):
+            checks.setdefault(kind, []).append(check)
+    for kind, check in gpu_index.checks(enabled):
+        checks.setdefault(kind, []).append(check)
+    for kind, check in fork.checks(target_version, enabled):
         checks.setdefault(kind, []).append(check)
     return checks
+
+
+def build_derive(target_version: str = "py310") -> dict[str, list[Derive]]:
+    """Facts derived at events from the facts before them (start method, fork server, env after it)."""
+    return fork.derivations(target_version)
+
+
+def project_checks(analyzer, enabled: Callable[[str], bool], catalogue: Catalogue | None = None) -> list:
+    """Checks that look at the whole project after the flow ran (CUD003; the thread model: CUD101/CUD102)."""
+    from cudalint.checks import import_time, llama
+
+    out = import_time.check(analyzer) if enabled("CUD003") else []
+    if catalogue is not None:
+        out.extend(llama.check(analyzer.project, catalogue, enabled))
+    return out
 
 
 def init_keys(event) -> list[str]:

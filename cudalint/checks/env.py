@@ -1,19 +1,39 @@
 """CUD001 and CUD002: an environment variable written after the library that reads it initialized.
 
 Which variables, and what freezes each of them, is data: the `[[env]]` entries of the catalogue.
+The fact keys are the flow engine's own: "init:driver" (any library's first cuInit),
+"init:<library>:driver" (that library reached the driver), "init:<library>" (that library created a
+context / its allocator) and "import:<module>".
 """
 from __future__ import annotations
 
 from typing import Callable, Iterable, Optional
 
-from cudalint.catalogue import Catalogue
+from cudalint.catalogue import Catalogue, EnvVar
 from cudalint.findings import Finding, Step
 from cudalint.flow import Exposed, Fact
 
 
-def _frozen_key(frozen_by: str) -> str:
-    # "init:driver" | "init:<library>" | "import:<module>" are the flow engine's fact keys as they are
-    return frozen_by
+def _reader(var: EnvVar, key: str) -> str:
+    if var.reader:
+        return var.reader
+    if key == "init:driver":
+        return "the CUDA driver"
+    return key.split(":")[1]
+
+
+def _message(var: EnvVar, key: str, cause: str) -> str:
+    name = var.name
+    reader = _reader(var, key)
+    if key == "init:driver":
+        return f"{name} is set after CUDA was initialized by {cause}; the driver read it then, so this write has no effect"
+    if key.startswith("import:"):
+        return f"{name} is set after {cause}; {reader} reads it at import, so this write has no effect"
+    library = key.split(":")[1]
+    return (
+        f"{name} is set after {cause} initialized {library}'s CUDA support; "
+        f"{reader} reads it once, at that initialization, so this write has no effect"
+    )
 
 
 def checks(catalogue: Catalogue, enabled: Callable[[str], bool]) -> Iterable[tuple[str, Callable]]:
@@ -27,28 +47,19 @@ def checks(catalogue: Catalogue, enabled: Callable[[str], bool]) -> Iterable[tup
         var = env.get(name)
         if var is None:
             return None
-        fact = lookup(_frozen_key(var.frozen_by))
-        if fact is None:
+        for key in var.frozen_keys:
+            fact = lookup(key)
+            if fact is not None:
+                break
+        else:
             return None
-        reader = "the CUDA driver" if var.frozen_by == "init:driver" else (
-            f"{var.frozen_by.split(':', 1)[1]}" if var.frozen_by.startswith("init:") else f"import {var.frozen_by.split(':', 1)[1]}"
-        )
-        when = "initialized" if var.frozen_by.startswith("init:") else "ran"
+        reader = _reader(var, key)
         write = Step(exposed.path, ev.loc[0], f"{name} is written here, after {reader} read it")
-        cause = fact.describe(exposed.path)
-        message = (
-            f"{name} is set after CUDA was initialized by {cause}; the driver read it then, so this write has no effect"
-            if var.frozen_by == "init:driver"
-            else f"{name} is set after {reader} {when} ({cause}); it is read only once, so this write has no effect"
-        )
-        return Finding(
-            code=var.rule,
-            path=exposed.path,
-            line=ev.loc[0],
-            column=ev.loc[1],
-            end_line=ev.loc[2],
-            end_column=ev.loc[3],
-            message=message,
+        return Finding.at(
+            var.rule,
+            exposed.path,
+            ev.loc,
+            message=_message(var, key, fact.describe(exposed.path)),
             witness=fact.steps + exposed.chain + (write,),
             severity="error",
         )

@@ -1,0 +1,129 @@
+"""A cache of module summaries, keyed by file content, cudalint's version and the catalogue.
+
+Like ruff's `.ruff_cache`: unchanged files are not parsed again, and their summaries serve the
+cross-module analysis and the flake8 plugin alike. Entries are plain JSON (see cudalint.serialize),
+written to a temporary file and renamed into place, so two runs sharing a cache never see a torn
+entry; an unreadable or corrupt entry is a miss.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Union
+
+from cudalint import __version__
+from cudalint.catalogue import Catalogue
+from cudalint.findings import Finding
+from cudalint.ir import ModuleIR
+from cudalint.serialize import decode, encode
+
+CACHE_DIR_NAME = ".cudalint_cache"
+_FORMAT = "1"
+
+
+def catalogue_fingerprint(catalogue: Catalogue) -> str:
+    # the catalogue decides what a summary contains, so it is part of every key
+    h = hashlib.sha256()
+    for api in catalogue.apis:
+        h.update(repr(api).encode())
+    for env in catalogue.env:
+        h.update(repr(env).encode())
+    return h.hexdigest()[:16]
+
+
+def code_fingerprint() -> str:
+    """A hash of cudalint's own source: a summary made by other code is never reused.
+
+    The version alone is not enough between releases (and in a checkout), when the IR changes.
+    """
+    h = hashlib.sha256()
+    package = Path(__file__).resolve().parent
+    for path in sorted(package.rglob("*.py")):
+        try:
+            h.update(path.relative_to(package).as_posix().encode())
+            h.update(path.read_bytes())
+        except OSError:
+            continue
+    return h.hexdigest()[:16]
+
+
+def default_cache_dir() -> Path:
+    env = os.environ.get("CUDALINT_CACHE_DIR")
+    return Path(env) if env else Path.cwd() / CACHE_DIR_NAME
+
+
+@dataclass
+class Cache:
+    directory: Path
+    salt: str  # version + catalogue fingerprint
+    hits: int = 0
+    misses: int = 0
+
+    @classmethod
+    def open(cls, directory: Optional[Path], catalogue: Catalogue) -> "Cache":
+        directory = directory or default_cache_dir()
+        return cls(
+            directory=directory,
+            salt=f"{_FORMAT}:{__version__}:{code_fingerprint()}:{catalogue_fingerprint(catalogue)}",
+        )
+
+    def key(self, path: str, modname: str, data: bytes) -> str:
+        h = hashlib.sha256()
+        h.update(self.salt.encode())
+        h.update(b"\0")
+        h.update(path.encode("utf-8", "surrogateescape"))
+        h.update(b"\0")
+        h.update(modname.encode())
+        h.update(b"\0")
+        h.update(data)
+        return h.hexdigest()
+
+    def _file(self, key: str) -> Path:
+        return self.directory / "v1" / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> Optional[Union[ModuleIR, Finding]]:
+        try:
+            with open(self._file(key), encoding="utf-8") as fh:
+                value = decode(json.load(fh))
+        except (OSError, ValueError, TypeError, KeyError):
+            self.misses += 1
+            return None
+        if not isinstance(value, (ModuleIR, Finding)):
+            self.misses += 1
+            return None
+        self.hits += 1
+        return value
+
+    def put(self, key: str, value: Union[ModuleIR, Finding]) -> None:
+        target = self._file(key)
+        try:
+            self._prepare()
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".json")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    json.dump(encode(value), fh, separators=(",", ":"))
+                os.replace(tmp, target)
+            except BaseException:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+                raise
+        except OSError:
+            pass  # a read-only or full disk: the cache is an optimization, never a failure
+
+    def _prepare(self) -> None:
+        if (self.directory / "CACHEDIR.TAG").exists():
+            return
+        self.directory.mkdir(parents=True, exist_ok=True)
+        # keep the cache out of version control and out of backups, like ruff and pytest do
+        (self.directory / ".gitignore").write_text("# Automatically created by cudalint.\n*\n", encoding="utf-8")
+        (self.directory / "CACHEDIR.TAG").write_text(
+            "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by cudalint.\n",
+            encoding="utf-8",
+        )

@@ -1,0 +1,150 @@
+"""CUD004: a GPU index from one numbering used in the other.
+
+NVML and nvidia-smi number GPUs physically (PCI order) and ignore CUDA_VISIBLE_DEVICES; CUDA
+ordinals are numbered after it (and in CUDA_DEVICE_ORDER, FASTEST_FIRST by default). The values are
+labelled by the summarizer (cudalint.labels); this check resolves labels that come from a project
+function's return value and judges the sinks:
+
+- an NVML index where a CUDA ordinal is expected (`torch.cuda.set_device`, `torch.device(f"cuda:{i}")`,
+  `.to(...)`, `cupy.cuda.Device`, `Llama(main_gpu=...)`): error;
+- a CUDA ordinal where an NVML index is expected (`nvmlDeviceGetHandleByIndex`): error;
+- NVML indices written to CUDA_VISIBLE_DEVICES while nothing in the project sets
+  CUDA_DEVICE_ORDER=PCI_BUS_ID: a warning of the same code (the mapping is right only in PCI order).
+
+Labels do not depend on the flow state, so each event is judged once, in its own function's walk.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable, Optional
+
+from cudalint.callgraph import ProjectIndex
+from cudalint.findings import Finding, Step
+from cudalint.flow import Analyzer, Exposed
+from cudalint.ir import Label, ModuleIR
+
+CVD = "CUDA_VISIBLE_DEVICES"
+ORDER = "CUDA_DEVICE_ORDER"
+_NOTES = {
+    "nvml": "{text} gives an NVML index (physical PCI order; ignores CUDA_VISIBLE_DEVICES)",
+    "cuda": "{text} is a CUDA ordinal (numbered after CUDA_VISIBLE_DEVICES)",
+}
+_MAX_DEPTH = 8
+
+
+def resolve(index: ProjectIndex, mod: ModuleIR, labels: Iterable[Label], depth: int = 0) -> list[tuple[str, tuple[Step, ...]]]:
+    """(numbering, witness steps from the value's origin) for each label, through return values."""
+    out: list[tuple[str, tuple[Step, ...]]] = []
+    for lb in labels:
+        if lb.kind in _NOTES:
+            out.append((lb.kind, (Step(mod.path, int(lb.origin), _NOTES[lb.kind].format(text=lb.text)),)))  # type: ignore[arg-type]
+        elif lb.kind == "ret" and depth < _MAX_DEPTH:
+            found = index.resolve(mod, lb.detail)
+            if found is None:
+                continue
+            callee_mod, qualname = found
+            fn = callee_mod.functions.get(qualname)
+            if fn is None:
+                continue
+            back = Step(mod.path, int(lb.origin), f"{lb.text} gives it here")  # type: ignore[arg-type]
+            for ret in fn.returns:
+                returned = Step(callee_mod.path, int(ret.origin), f"{qualname}() returns it ({ret.text})")
+                for kind, steps in resolve(index, callee_mod, ret.inner, depth + 1):
+                    out.append((kind, steps + (returned, back)))
+    return out
+
+
+def _dedup(steps: tuple[Step, ...]) -> tuple[Step, ...]:
+    """One step per line in a row: `set_device(free_gpu())` gets the value and uses it on one line."""
+    out: list[Step] = []
+    for step in steps:
+        if out and (out[-1].path, out[-1].line) == (step.path, step.line):
+            out[-1] = step
+            continue
+        out.append(step)
+    return tuple(out)
+
+
+def checks(enabled: Callable[[str], bool]) -> list[tuple[str, Callable]]:
+    if not enabled("CUD004"):
+        return []
+    indexes: dict[int, ProjectIndex] = {}
+    orders: dict[tuple[int, str], bool] = {}
+
+    def index_of(analyzer: Analyzer) -> ProjectIndex:
+        if id(analyzer) not in indexes:
+            indexes.clear()
+            indexes[id(analyzer)] = ProjectIndex(analyzer.project)
+        return indexes[id(analyzer)]
+
+    def pci_order_set(index: ProjectIndex, mod: ModuleIR) -> bool:
+        # the module that writes CUDA_VISIBLE_DEVICES also sets the order (the shell may set it too:
+        # `# noqa: CUD004` then says so)
+        key = (id(index), mod.path)
+        if key not in orders:
+            orders[key] = any(ev.data[0] == ORDER and "PCI_BUS_ID" in str(ev.data[1]) for ev in index.events(mod, "env_write"))
+        return orders[key]
+
+    def finding(exposed: Exposed, steps: tuple[Step, ...], note: str, message: str, severity: str) -> Finding:
+        ev = exposed.event
+        return Finding.at(
+            "CUD004",
+            exposed.path,
+            ev.loc,
+            message=message,
+            witness=_dedup(steps + (Step(exposed.path, ev.loc[0], note),)),
+            severity=severity,
+        )
+
+    def check_sink(analyzer: Analyzer, exposed: Exposed, _lookup, _prefix) -> Optional[Finding]:
+        if exposed.chain:
+            return None
+        index = index_of(analyzer)
+        mod = index.module(exposed.path)
+        if mod is None:
+            return None
+        ev = exposed.event
+        sink, api, labels, arg = ev.data
+        api = f"{api}()" if "." in api else f".{api}()"
+        wrong = "nvml" if sink == "cuda" else "cuda"
+        for kind, steps in resolve(index, mod, labels):
+            if kind != wrong:
+                continue
+            origin = steps[0].note.split(" gives ")[0].split(" is a ")[0]
+            origin += f", line {steps[0].line}" if steps[0].path == exposed.path else f", {steps[0].path}:{steps[0].line}"
+            if sink == "cuda":
+                message = (
+                    f"`{arg}` is an NVML/nvidia-smi index (from {origin}) used as a CUDA ordinal in "
+                    f"{api}; NVML numbers GPUs physically and ignores CUDA_VISIBLE_DEVICES. Map it through the visible "
+                    "list or by UUID / PCI bus id"
+                )
+                note = f"used as a CUDA ordinal by {api}"
+            else:
+                message = (
+                    f"`{arg}` is a CUDA ordinal (from {origin}) used as an NVML index in {api}; "
+                    "NVML ignores CUDA_VISIBLE_DEVICES and numbers GPUs physically. Look the device up by UUID or PCI "
+                    "bus id (nvmlDeviceGetHandleByUUID / nvmlDeviceGetHandleByPciBusId)"
+                )
+                note = f"used as an NVML index by {api}"
+            return finding(exposed, steps, note, message, "error")
+        return None
+
+    def check_env(analyzer: Analyzer, exposed: Exposed, _lookup, _prefix) -> Optional[Finding]:
+        ev = exposed.event
+        if exposed.chain or len(ev.data) < 5 or ev.data[0] != CVD or not ev.data[4]:
+            return None
+        index = index_of(analyzer)
+        mod = index.module(exposed.path)
+        if mod is None or pci_order_set(index, mod):
+            return None
+        for kind, steps in resolve(index, mod, ev.data[4]):
+            if kind != "nvml":
+                continue
+            message = (
+                f"CUDA_VISIBLE_DEVICES is built from NVML/nvidia-smi indices (line {steps[0].line}) but nothing sets "
+                "CUDA_DEVICE_ORDER=PCI_BUS_ID in this module; CUDA's default order (FASTEST_FIRST) can differ from nvidia-smi's on "
+                "a machine with mixed GPUs. Set os.environ['CUDA_DEVICE_ORDER'] = 'PCI_BUS_ID' too"
+            )
+            return finding(exposed, steps, "written to CUDA_VISIBLE_DEVICES without CUDA_DEVICE_ORDER=PCI_BUS_ID", message, "warning")
+        return None
+
+    return [("gpu_index", check_sink), ("env_write", check_env)]

@@ -1,0 +1,88 @@
+"""CUD003: a project module whose own top level initializes CUDA, imported by other modules.
+
+This is a project-level check, not an event check: it asks, for every module some other module
+imports at its top level, whether running that module's top level (class bodies included, its
+`if __name__ == "__main__":` block excluded) may initialize CUDA by itself, directly or through
+calls. Initialization that only comes from importing yet another project module is reported at
+that other module, once.
+"""
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+from cudalint.findings import Finding, Step
+from cudalint.flow import EMPTY, Analyzer, Summary
+from cudalint.ir import Event, ModuleIR, iter_events
+
+_MAX_IMPORTERS_IN_WITNESS = 5
+
+
+class _OwnTopLevel(Analyzer):
+    """Walks a module's top level without following imports of other project modules."""
+
+    def module_summary(self, mod: ModuleIR) -> Summary:
+        return EMPTY
+
+
+def _statement_at(mod: ModuleIR, line: int) -> Optional[Event]:
+    for ev in iter_events(mod.top):
+        if ev.loc[0] == line and ev.kind in ("init", "call", "import", "import_lib"):
+            return ev
+    return None
+
+
+def _chooses_gpus_first(mod: ModuleIR, line: int) -> bool:
+    """The module sets CUDA_VISIBLE_DEVICES before it initializes: it is the project's device setup,
+    and the GPU choice is made (CUD001 judges whether in time)."""
+    return any(ev.kind == "env_write" and ev.data[:1] == ("CUDA_VISIBLE_DEVICES",) and ev.loc[0] < line for ev in iter_events(mod.top))
+
+
+def check(analyzer: Analyzer) -> list[Finding]:
+    importers = analyzer.project.importers()
+    if not importers:
+        return []
+    own = _OwnTopLevel(analyzer.project, {}, analyzer.init_keys)
+    findings = []
+    for mod in sorted(analyzer.project.modules, key=lambda m: m.path):
+        users = [(m, line) for m, line in importers.get(os.path.normpath(mod.path), ()) if m is not mod]
+        if not users:
+            continue
+        out = own.walk_root(mod, mod.top, include_main=False).out
+        fact = (out or {}).get("init:driver")
+        if fact is None:
+            continue
+        top = fact.steps[-1]  # outermost step: the statement of this module's top level
+        if top.path != mod.path or _chooses_gpus_first(mod, top.line):
+            continue
+        ev = _statement_at(mod, top.line)
+        loc = ev.loc if ev is not None else (top.line, 1, top.line, 1)
+        users = sorted(users, key=lambda u: (u[0].path, u[1]))
+        named = ", ".join(f"{m.path}:{line}" for m, line in users[:_MAX_IMPORTERS_IN_WITNESS])
+        if len(users) > _MAX_IMPORTERS_IN_WITNESS:
+            named += f" and {len(users) - _MAX_IMPORTERS_IN_WITNESS} more"
+        text, path, line = fact.cause
+        where = f"line {line}" if path == mod.path else f"{path}:{line}"
+        what = text if ev is None or (path, line) == (mod.path, top.line) else f"{ev.text} (through {text} at {where})"
+        message = (
+            f"{what} initializes CUDA when this module is imported (imported by {named}); "
+            "every importer then loses the chance to set CUDA_VISIBLE_DEVICES or to fork safely"
+        )
+        witness = fact.steps + tuple(
+            Step(m.path, line, f"importing {mod.path} here initializes CUDA")
+            for m, line in users[:_MAX_IMPORTERS_IN_WITNESS]
+        )
+        findings.append(
+            Finding(
+                code="CUD003",
+                path=mod.path,
+                line=loc[0],
+                column=loc[1],
+                end_line=loc[2],
+                end_column=loc[3],
+                message=message,
+                witness=witness,
+                severity="warning",
+            )
+        )
+    return findings

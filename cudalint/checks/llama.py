@@ -1,0 +1,89 @@
+"""CUD101 and CUD102: a llama.cpp context used, or created, by several threads at once without a lock.
+
+The thread model (which code runs on which threads, what each ref holds, which locks are held) is
+`cudalint.threads`; this module only turns its uses and creations into findings.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from cudalint.catalogue import Catalogue
+from cudalint.findings import Finding, Step
+from cudalint.project import Project
+from cudalint.threads import Use, analyze, concurrent
+
+
+def _name(use: Use) -> str:
+    if use.method == "__iter__":
+        return "iterating the stream"
+    if use.method == "__call__":
+        return "calling it"
+    return f".{use.method}()"
+
+
+def check(project: Project, catalogue: Catalogue, enabled: Callable[[str], bool]) -> list[Finding]:
+    want101, want102 = enabled("CUD101"), enabled("CUD102")
+    if not (want101 or want102):
+        return []
+    model = analyze(project, catalogue)
+    out: dict[tuple, Finding] = {}
+    if want101:
+        by_obj: dict = {}
+        for use in model.uses:
+            by_obj.setdefault(use.obj.identity, []).append(use)
+        for uses in by_obj.values():
+            # at a site reached several ways, explain it through a thread rather than the main thread
+            for use in sorted(uses, key=lambda u: (u.path, u.event.loc, u.ctx.id == "main", not u.ctx.many, u.ctx.id)):
+                candidates = [use] + [o for o in uses if o is not use]
+                other = next((o for o in candidates if concurrent(use, o) and not (use.locks & o.locks)), None)
+                if other is None:
+                    continue
+                key = ("CUD101", use.path, use.event.loc[0], use.event.loc[1])
+                if key in out:
+                    continue
+                ev = use.event
+                cls = use.obj.cls.rsplit(".", 1)[-1]
+                created = use.obj.created
+                where = f"line {created.line}" if created.path == use.path else f"{created.path}:{created.line}"
+                guard = "with no lock held" if not use.locks else "under a lock the other threads do not take"
+                if other is use or other.ctx.id == use.ctx.id:
+                    others = f"on {use.ctx.how}, several at once"
+                elif other.ctx.how == use.ctx.how:
+                    others = f"on {use.ctx.how}, while other {other.ctx.how} use it too"
+                else:
+                    others = f"on {use.ctx.how}, while it is also used on {other.ctx.how}"
+                message = (
+                    f"one {cls} (created at {where}) is used from several threads: {_name(use)} runs {others}, {guard}; "
+                    "a llama.cpp context must be used by one thread at a time (hold one shared lock around every use)"
+                )
+                what = f"iterating {ev.text}" if use.method == "__iter__" and ev.kind == "llama_iter" else ev.text
+                note = f"{what} uses the llama context here, {guard}"
+                out[key] = Finding.at(
+                    "CUD101",
+                    use.path,
+                    ev.loc,
+                    message=message,
+                    witness=(created,) + use.ctx.steps + (Step(use.path, ev.loc[0], note),),
+                    severity="error",
+                )
+    if want102:
+        for made in sorted(model.creations, key=lambda c: (c.path, c.event.loc, c.ctx.id)):
+            if not made.ctx.many or made.locks:
+                continue
+            ev = made.event
+            key = ("CUD102", made.path, ev.loc[0], ev.loc[1])
+            if key in out:
+                continue
+            cls = ev.data[0].rsplit(".", 1)[-1]
+            out[key] = Finding.at(
+                "CUD102",
+                made.path,
+                ev.loc,
+                message=(
+                    f"{cls}(...) is created on {made.ctx.how}, several at once, with no lock held; "
+                    "llama.cpp backend initialization and model loading are not thread-safe (create it once, or under a lock)"
+                ),
+                witness=made.ctx.steps + (Step(made.path, ev.loc[0], f"{ev.text} creates a llama context here"),),
+                severity="warning",
+            )
+    return list(out.values())

@@ -1,0 +1,583 @@
+"""Which code runs on several threads at once, which objects it shares, and which locks it holds.
+
+Works from the IR of the whole project (the summarizer's thread events, see `cudalint.ir.Event`):
+
+1. every function body is flattened into its events, each with the locks held around it (`with`
+   blocks and acquire/release pairs; a lock counts only when every path holds it) and whether it
+   sits in a loop;
+2. thread contexts start at the module top level (the main thread), at framework entry points
+   (FastAPI/Flask handlers, Streamlit scripts) and at every thread start (`threading.Thread`,
+   executors, `asyncio.to_thread`, gradio callbacks...), and flow through calls, each carrying the
+   locks held by every path from its entry;
+3. each ref (a module global, a `self` attribute, a local, a factory's result) is resolved to the
+   object it holds: where it was created, whether it is shared (a global, a cached loader's result)
+   or made per call.
+
+A lock is held "by every path" (must-analysis), unlike the flow engine's gen-only facts, so this is
+its own small walk rather than a fact in `cudalint.flow`.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import Iterable, Optional
+
+from cudalint.catalogue import Catalogue
+from cudalint.findings import Step
+from cudalint.ir import Block, Branch, Event, Function, Loop, MainGuard, ModuleIR, Try
+from cudalint.project import Project
+
+FnKey = tuple[str, str]  # (module path, function qualname); "" is the module's top level
+Key = tuple  # ("g", path, name) | ("l", path, fn, name) | ("a", path, cls, attr) | ("r", path, fn)
+_LOCKISH = re.compile(r"lock|mutex|sem", re.IGNORECASE)
+_MAX_CONTEXTS = 12
+
+
+@dataclass(frozen=True)
+class Site:
+    event: Event
+    held: frozenset  # lock refs held around the event (in the function's own names)
+    in_loop: bool
+
+
+@dataclass(frozen=True)
+class Context:
+    """One way code comes to run: the main thread, or the threads started at one place."""
+
+    id: str
+    many: bool  # several runs of it may overlap
+    locks: frozenset  # lock identities held on every path from the entry
+    steps: tuple[Step, ...]  # how the code comes to run here, entry first
+    how: str  # for messages: "worker threads of a ThreadPoolExecutor"
+    parent: Optional[FnKey] = None  # the function whose run started it
+    spawn_many: bool = False  # several at once within one run of `parent`
+    own_instance: Optional[tuple[str, str]] = None  # (path, class): each run has its own instance
+
+
+MAIN = Context(id="main", many=False, locks=frozenset(), steps=(), how="the main thread")
+
+
+@dataclass(frozen=True)
+class Obj:
+    identity: Key
+    cls: str  # catalogue class whose methods touch the context
+    created: Step
+    api: str
+
+
+@dataclass(frozen=True)
+class Use:
+    obj: Obj
+    ctx: Context
+    locks: frozenset
+    fn: FnKey
+    event: Event
+    method: str
+    path: str
+
+
+@dataclass(frozen=True)
+class Creation:
+    ctx: Context
+    locks: frozenset
+    fn: FnKey
+    event: Event
+    path: str
+
+
+@dataclass
+class ThreadModel:
+    uses: list[Use] = field(default_factory=list)
+    creations: list[Creation] = field(default_factory=list)
+
+
+def flatten(block: Block, held: frozenset = frozenset(), in_loop: bool = False, out: Optional[list] = None) -> tuple[list[Site], frozenset]:
+    """The events of a body in order, each with the lock refs every path holds around it."""
+    out = [] if out is None else out
+    for node in block:
+        if isinstance(node, Event):
+            if node.kind == "lock_enter":
+                held = held | {node.data[0]}
+            elif node.kind == "lock_exit":
+                held = held - {node.data[0]}
+            else:
+                out.append(Site(node, held, in_loop))
+        elif isinstance(node, Branch):
+            ends = [flatten(arm, held, in_loop, out)[1] for arm in node.arms]
+            if not node.exhaustive:
+                ends.append(held)
+            held = frozenset.intersection(*ends) if ends else held
+        elif isinstance(node, Loop):
+            flatten(node.body, held, True, out)
+            flatten(node.orelse, held, in_loop, out)
+        elif isinstance(node, Try):
+            body = flatten(node.body, held, in_loop, out)[1]
+            ends = [flatten(h, held, in_loop, out)[1] for h in node.handlers]
+            ends.append(flatten(node.orelse, body, in_loop, out)[1])
+            after = frozenset.intersection(*ends)
+            held = flatten(node.final, after, in_loop, out)[1] if node.final else after
+        elif isinstance(node, MainGuard):
+            held = flatten(node.body, held, in_loop, out)[1]
+    return out, held
+
+
+class ThreadAnalysis:
+    def __init__(self, project: Project, catalogue: Catalogue):
+        self.project = project
+        self.cat = catalogue
+        self.methods = catalogue.context_methods()
+        self.sites: dict[FnKey, list[Site]] = {}
+        self.fns: dict[FnKey, tuple[ModuleIR, Optional[Function]]] = {}
+        self.binds: dict[Key, list[tuple[str, ModuleIR, str, int, bool]]] = {}
+        self.returns: dict[FnKey, list[tuple[str, ModuleIR, str, int]]] = {}
+        self.contexts: dict[FnKey, dict[str, Context]] = {}
+        self.default_many = False
+        self._obj_cache: dict = {}
+        self._direct: dict = {}
+        self._index()
+
+    # ---------- indexing ------------------------------------------------------------------------
+    def _index(self) -> None:
+        for mod in self.project.modules:
+            bodies = [("", mod.top)] + [(q, f.body) for q, f in mod.functions.items()]
+            for qual, body in bodies:
+                key = (mod.path, qual)
+                self.fns[key] = (mod, mod.functions.get(qual) if qual else None)
+                sites = flatten(body)[0]
+                self.sites[key] = sites
+                for site in sites:
+                    ev = site.event
+                    if ev.kind == "bind":
+                        k = self.canon(ev.data[0], mod, qual)
+                        if k is not None:
+                            self.binds.setdefault(k, []).append((ev.data[1], mod, qual, ev.loc[0], site.in_loop))
+                    elif ev.kind == "return" and ev.data:
+                        self.returns.setdefault(key, []).append((ev.data[0], mod, qual, ev.loc[0]))
+                    elif ev.kind == "concurrency" and ev.data[1] == "many":
+                        self.default_many = True
+        # arguments handed to a thread's target are its parameters
+        for (path, qual), sites in list(self.sites.items()):
+            mod = self.fns[(path, qual)][0]
+            for site in sites:
+                ev = site.event
+                if ev.kind != "thread_start" or not ev.data[1] or not any(ev.data[6]):
+                    continue
+                target = self.function(ev.data[1], mod)
+                if target is None:
+                    continue
+                tmod, tfn = target
+                params = [p for p in tfn.params if p not in ("self", "cls")]
+                for param, arg in zip(params, ev.data[6]):
+                    if arg:
+                        self.binds.setdefault(("l", tmod.path, tfn.qualname, param), []).append((f"ref:{arg}", mod, qual, ev.loc[0], False))
+
+    def function(self, symbol: str, mod: ModuleIR) -> Optional[tuple[ModuleIR, Function]]:
+        target = self.project.resolve_symbol(symbol, mod)
+        if target is None:
+            return None
+        return self.project.function(*target)
+
+    def canon(self, ref: str, mod: ModuleIR, fn: str) -> Optional[Key]:
+        kind, _, rest = ref.partition(":")
+        if kind == "v":
+            scope, _, name = rest.partition(":")
+            return ("g", mod.path, name) if scope == "" else ("l", mod.path, scope, name)
+        if kind == "a":
+            cls, _, attr = rest.rpartition(".")
+            if "." not in cls:
+                return ("a", mod.path, cls, attr)
+            target = self.project.resolve_symbol(cls, mod)
+            return ("a", target[0].path, target[1], attr) if target else ("a", "?", cls, attr)
+        if kind == "m":
+            target = self.project.resolve_symbol(rest, mod)
+            if target is None or "." in target[1]:
+                return None
+            return ("g", target[0].path, target[1])
+        if kind == "c":
+            return ("c", mod.path, rest)
+        return None
+
+    def binds_of(self, key: Key) -> list:
+        found = self.binds.get(key, [])
+        if found or key[0] != "a":
+            return found
+        # an attribute set in a base class's __init__
+        path, cls, attr = key[1], key[2], key[3]
+        mod = self.project.by_path.get(path) if path != "?" else None
+        seen = set()
+        while mod is not None and cls in mod.classes and (path, cls) not in seen:
+            seen.add((path, cls))
+            for base in mod.classes[cls].bases:
+                target = (mod, base[1:]) if base.startswith(":") else self.project.resolve_symbol(base, mod)
+                if target is None:
+                    continue
+                found = self.binds.get(("a", target[0].path, target[1], attr), [])
+                if found:
+                    return found
+                mod, cls, path = target[0], target[1], target[0].path
+                break
+            else:
+                break
+        return []
+
+    # ---------- what a ref holds ----------------------------------------------------------------
+    def obj(self, key: Optional[Key], depth: int = 0) -> Optional[Obj]:
+        if key is None or depth > 8:
+            return None
+        cache_key = key
+        if cache_key in self._obj_cache:
+            return self._obj_cache[cache_key]
+        self._obj_cache[cache_key] = None  # cycles
+        result = self._obj(key, depth)
+        self._obj_cache[cache_key] = result
+        return result
+
+    def _obj(self, key: Key, depth: int) -> Optional[Obj]:
+        if key[0] == "c":
+            mod = self.project.by_path.get(key[1])
+            return self.call_result(key[2], mod, store=None, depth=depth) if mod else None
+        for origin, mod, fn, line, _ in self.binds_of(key):
+            found = self.from_origin(origin, mod, fn, line, key, depth)
+            if found is not None:
+                return found
+        return None
+
+    def from_origin(self, origin: str, mod: ModuleIR, fn: str, line: int, store: Optional[Key], depth: int) -> Optional[Obj]:
+        kind, _, rest = origin.partition(":")
+        if kind == "new":
+            api = next((a for a in self.cat.calls_named(rest) if a.get("llama_context")), None)
+            if api is None:
+                return None
+            cls = api.get("returns") or api.name
+            short = cls.rsplit(".", 1)[-1]
+            return Obj(identity=store or ("fresh", mod.path, line), cls=cls, created=Step(mod.path, line, f"the {short} is created here"), api=rest)
+        if kind == "ref":
+            return self.obj(self.canon(rest, mod, fn), depth + 1)
+        if kind == "c":
+            return self.call_result(rest, mod, store, depth)
+        return None
+
+    def call_result(self, symbol: str, mod: ModuleIR, store: Optional[Key], depth: int) -> Optional[Obj]:
+        target = self.function(symbol, mod)
+        if target is None:
+            # an imported object (`from models import llm`) is not a call result
+            return None
+        tmod, tfn = target
+        singleton = self.singleton(tfn)
+        for origin, rmod, rfn, line in self.returns.get((tmod.path, tfn.qualname), []):
+            found = self.from_origin(origin, rmod, rfn, line, None, depth + 1)
+            if found is None:
+                continue
+            if singleton:
+                return replace(found, identity=("r", tmod.path, tfn.qualname))
+            if found.identity[0] == "fresh":
+                return replace(found, identity=store or found.identity)
+            return found
+        return None
+
+    def singleton(self, fn: Optional[Function]) -> Optional[str]:
+        if fn is None:
+            return None
+        for dec in fn.decorators:
+            for api in self.cat.calls_named(dec) if dec else ():
+                if api.get("singleton"):
+                    return api.get("singleton")
+        return None
+
+    def lock(self, ref: str, mod: ModuleIR, fn: str) -> Optional[Key]:
+        """The identity of a lock that serializes, or None."""
+        if ref.startswith("new:"):
+            return None  # `with threading.Lock():` makes a new lock every time
+        key = self.canon(ref, mod, fn)
+        if key is None:
+            return None
+        seen = set()
+        while key is not None and key not in seen:
+            seen.add(key)
+            binds = self.binds_of(key)
+            if not binds:
+                # a lock we cannot see being made (a parameter, another library): trust its name
+                return key if _LOCKISH.search(str(key[-1])) else None
+            origin, bmod, bfn = binds[0][0], binds[0][1], binds[0][2]
+            kind, _, rest = origin.partition(":")
+            if kind == "lock":
+                return key if rest.endswith(":1") else None
+            if kind == "ref":
+                key = self.canon(rest, bmod, bfn)
+                continue
+            if kind == "c":
+                return key if _LOCKISH.search(str(key[-1])) else None
+            return None
+        return None
+
+    def effective_locks(self, held: Iterable[str], mod: ModuleIR, fn: str) -> frozenset:
+        out = set()
+        for ref in held:
+            ident = self.lock(ref, mod, fn)
+            if ident is None:
+                continue
+            if ident[0] == "l" and not (fn.startswith(ident[2] + ".") and fn != ident[2]):
+                continue  # a lock made by this very call protects nothing against other calls
+            out.add(ident)
+        return frozenset(out)
+
+    # ---------- contexts ------------------------------------------------------------------------
+    def roots(self) -> list[tuple[FnKey, Context]]:
+        out = []
+        for mod in sorted(self.project.modules, key=lambda m: m.path):
+            streamlit = self.script_rerun(mod)
+            if streamlit is not None:
+                step = Step(mod.path, streamlit, "Streamlit runs this script on its own thread for every session")
+                out.append(((mod.path, ""), Context(id=f"streamlit:{mod.path}", many=True, locks=frozenset(), steps=(step,), how="Streamlit's script threads (one per session)")))
+            else:
+                out.append(((mod.path, ""), MAIN))
+            for qual, fn in mod.functions.items():
+                mode = self.endpoint(fn, mod)
+                if mode is None:
+                    continue
+                if fn.is_async and mode == "sync":
+                    out.append(((mod.path, qual), MAIN))
+                    continue
+                step = Step(mod.path, fn.loc[0], f"{qual}() handles requests on the server's thread pool, several at once")
+                out.append(((mod.path, qual), Context(id=f"endpoint:{mod.path}:{qual}", many=True, locks=frozenset(), steps=(step,), how="the web server's request threads")))
+        return out
+
+    def script_rerun(self, mod: ModuleIR) -> Optional[int]:
+        for site in flatten(mod.top)[0]:
+            ev = site.event
+            if ev.kind == "import_lib":
+                for name in ev.data:
+                    if any(api.get("reruns_script") for api in self.cat.imports.get(name, ())):
+                        return ev.loc[0]
+        return None
+
+    def endpoint(self, fn: Function, mod: ModuleIR) -> Optional[str]:
+        for dec in fn.decorators:
+            for name in (dec, self.imported_method(dec, mod)):
+                for api in self.cat.calls_named(name) if name else ():
+                    if api.get("endpoint"):
+                        return api.get("endpoint")
+        return None
+
+    def imported_method(self, symbol: str, mod: ModuleIR) -> Optional[str]:
+        """`application.app.route` -> `flask.Flask.route` when `app = Flask(...)` in `application`."""
+        obj, _, method = symbol.rpartition(".")
+        key = self.canon("m:" + obj, mod, "") if obj else None
+        for origin, *_ in self.binds.get(key, ()) if key else ():
+            if origin.startswith("t:"):
+                return f"{origin[2:]}.{method}"
+        return None
+
+    def run(self) -> ThreadModel:
+        model = ThreadModel()
+        work: list[tuple[FnKey, Context]] = []
+        for key, ctx in self.roots():
+            self._add(key, ctx, work)
+        while work:
+            key, ctx = work.pop()
+            if self.contexts.get(key, {}).get(ctx.id) != ctx:
+                continue  # superseded by a narrower lock set
+            self._walk(key, ctx, work)
+        for key, ctxs in self.contexts.items():
+            for ctx in ctxs.values():
+                self._collect(key, ctx, model)
+        for obj_ref, mod, qual, ev, ctx in self._direct.values():
+            method, _, ref = obj_ref.partition("|")
+            obj = self.obj(self.canon(ref, mod, qual))
+            if obj is None or obj.identity[0] == "fresh":
+                continue
+            method = "__iter__" if method == "iter" else method
+            if method != "__iter__" and method not in self.methods.get(obj.cls, ()):
+                continue
+            model.uses.append(Use(obj, ctx, ctx.locks, (mod.path, qual), ev, method, mod.path))
+        return model
+
+    def _add(self, key: FnKey, ctx: Context, work: list) -> None:
+        known = self.contexts.setdefault(key, {})
+        old = known.get(ctx.id)
+        if old is None:
+            if len(known) >= _MAX_CONTEXTS:
+                return
+            known[ctx.id] = ctx
+            work.append((key, ctx))
+            return
+        locks = old.locks & ctx.locks
+        if locks != old.locks or (ctx.many and not old.many):
+            new = replace(old, locks=locks, many=old.many or ctx.many)
+            known[ctx.id] = new
+            work.append((key, new))
+
+    def _walk(self, key: FnKey, ctx: Context, work: list) -> None:
+        mod, _fn = self.fns[key]
+        qual = key[1]
+        for site in self.sites.get(key, ()):
+            ev = site.event
+            if ev.kind == "call":
+                self._call(ev, site, mod, qual, ctx, work)
+            elif ev.kind == "thread_start":
+                self._thread(ev, site, mod, qual, ctx, work)
+
+    def _call(self, ev: Event, site: Site, mod: ModuleIR, qual: str, ctx: Context, work: list) -> None:
+        symbol = ev.data[0]
+        locks = ctx.locks | self.effective_locks(site.held, mod, qual)
+        thread_cls = self.thread_subclass_start(symbol, mod)
+        if thread_cls is not None:
+            cmod, cls = thread_cls
+            run = self.project.function(cmod, f"{cls}.run")
+            if run is not None:
+                many = site.in_loop or ctx.many
+                step = Step(mod.path, ev.loc[0], f"{ev.text} runs {cls}.run() on a new thread" + (" (in a loop)" if site.in_loop else ""))
+                new = Context(id=f"thread:{mod.path}:{ev.loc[0]}", many=many, locks=frozenset(), steps=ctx.steps + (step,), how="threads started here", parent=(mod.path, qual), spawn_many=site.in_loop, own_instance=(cmod.path, cls))
+                self._add((run[0].path, run[1].qualname), new, work)
+            return
+        target = self.function(symbol, mod)
+        if target is None:
+            return
+        tmod, tfn = target
+        if tfn.is_generator and any(s.event.kind == "thread_start" and s.event.loc[0] == ev.loc[0] for s in self.sites.get((mod.path, qual), ())):
+            return  # a generator handed to another thread: its body runs there, not here
+        if self.singleton(tfn) == "locked":
+            locks = locks | {("cache", tmod.path, tfn.qualname)}
+        step = Step(mod.path, ev.loc[0], f"{tfn.qualname}() is called here")
+        self._add((tmod.path, tfn.qualname), replace(ctx, locks=locks, steps=ctx.steps + (step,)), work)
+
+    def thread_subclass_start(self, symbol: str, mod: ModuleIR) -> Optional[tuple[ModuleIR, str]]:
+        if not symbol.endswith(".start"):
+            return None
+        target = self.project.resolve_symbol(symbol[: -len(".start")], mod)
+        if target is None:
+            return None
+        tmod, cls = target
+        info = tmod.classes.get(cls)
+        if info is None:
+            return None
+        if any(b in ("threading.Thread", "multiprocessing.dummy.Process") for b in info.bases):
+            return tmod, cls
+        return None
+
+    def _thread(self, ev: Event, site: Site, mod: ModuleIR, qual: str, ctx: Context, work: list) -> None:
+        api, symbol, recv, obj, many, waits, _args, conc = ev.data
+        apis = self.cat.calls_named(api) or self.cat.methods.get(api.lstrip("."), ())
+        if not many and conc == "" and any(a.get("concurrency") for a in apis):
+            many = "1" if self.default_many else ""
+        spawn_many = bool(many) or site.in_loop
+        locks = (ctx.locks | self.effective_locks(site.held, mod, qual)) if waits else frozenset()
+        target = self.function(symbol, mod) if symbol else None
+        short = api.rsplit(".", 1)[-1] if not api.startswith(".") else api[1:]
+        if target is not None:
+            tmod, tfn = target
+            what = f"{tfn.qualname}()" if "<lambda" not in tfn.qualname else "the lambda"
+        else:
+            method, _, ref = obj.partition("|")
+            name = ref.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
+            what = f"iterating {name}'s stream" if method == "iter" else (f"{name}()" if method == "__call__" else f"{name}.{method}()")
+            tmod, tfn = None, None
+        where = "several worker threads at once" if spawn_many else "another thread"
+        step = Step(mod.path, ev.loc[0], f"{short}(...) runs {what} on {where}" + (" (in a loop)" if site.in_loop and not many else ""))
+        if tfn is not None and tfn.is_async:
+            new = replace(ctx, locks=ctx.locks, steps=ctx.steps + (step,))  # coroutines run on the event loop
+            self._add((tmod.path, tfn.qualname), new, work)
+            return
+        own = None
+        if tfn is not None and "." in tfn.qualname:
+            own = self.own_instance(recv, mod, qual, site, tfn, tmod)
+        how = {
+            "threading.Thread": "threads started with threading.Thread",
+            "threading.Timer": "a timer thread",
+        }.get(api, f"threads of {short}(...)")
+        new = Context(
+            id=f"thread:{mod.path}:{ev.loc[0]}",
+            many=spawn_many or ctx.many,
+            locks=locks,
+            steps=ctx.steps + (step,),
+            how=how,
+            parent=(mod.path, qual),
+            spawn_many=spawn_many,
+            own_instance=own,
+        )
+        if tfn is not None:
+            self._add((tmod.path, tfn.qualname), new, work)
+        elif obj:
+            # the object itself is the work (`executor.map(llm, prompts)`): a use at the start
+            self._direct[(mod.path, ev.loc, new.id, obj)] = (obj, mod, qual, ev, new)
+
+    def own_instance(self, recv: str, mod: ModuleIR, qual: str, site: Site, tfn: Function, tmod: ModuleIR) -> Optional[tuple[str, str]]:
+        """A bound method started on an instance made for this thread alone (`Worker().loop`)."""
+        cls = tfn.qualname.rsplit(".", 1)[0]
+        if recv == "":
+            return None if site.in_loop else (tmod.path, cls)  # self.loop: one thread per instance
+        key = self.canon(recv, mod, qual)
+        for origin, bmod, bfn, _line, in_loop in self.binds_of(key) if key else ():
+            if origin.startswith("c:") and bfn == qual and (in_loop or not site.in_loop):
+                made = self.project.resolve_symbol(origin[2:], bmod)
+                if made is not None and made[1] == cls:
+                    return (tmod.path, cls)
+        return None
+
+    # ---------- uses --------------------------------------------------------------------------------
+    def _collect(self, key: FnKey, ctx: Context, model: ThreadModel) -> None:
+        mod, _ = self.fns[key]
+        qual = key[1]
+        sites = self.sites.get(key, ())
+        iterated = {s.event.data[1] for s in sites if s.event.kind == "llama_iter"}
+        for site in sites:
+            ev = site.event
+            if ev.kind == "llama_new":
+                locks = ctx.locks | self.effective_locks(site.held, mod, qual)
+                model.creations.append(Creation(ctx, locks, key, ev, mod.path))
+                continue
+            if ev.kind == "llama_use":
+                method, ref, flag = ev.data
+                if flag == "handed":
+                    continue  # a thread start consumes it (see _direct)
+            elif ev.kind == "llama_iter":
+                method, ref, flag = "__iter__", ev.data[0], "iter"
+            elif ev.kind == "call":
+                method, ref, flag = "__call__", "m:" + ev.data[0], ""
+                if ev.data[0].startswith(":"):
+                    continue
+            else:
+                continue
+            obj = self.obj(self.canon(ref, mod, qual))
+            if obj is None or obj.identity[0] == "fresh":
+                continue
+            methods = self.methods.get(obj.cls, ())
+            if method != "__iter__" and method not in methods:
+                continue
+            streams = self._streams(obj.cls, method)
+            locks = ctx.locks | self.effective_locks(site.held, mod, qual)
+            if method != "__iter__" and (streams == "*" or (streams == "stream" and flag not in ("", "?"))):
+                if flag.startswith("bound:") and flag[6:] in iterated:
+                    continue  # the iteration below is the use
+                if flag != "iter":
+                    locks = frozenset()  # consumed after this call returns, outside these locks
+            model.uses.append(Use(obj, ctx, locks, key, ev, method, mod.path))
+
+    def _streams(self, cls: str, method: str) -> str:
+        for api in self.cat.calls_named(f"{cls}.{method}"):
+            if api.get("streams"):
+                return api.get("streams")
+        return ""
+
+
+def concurrent(a: Use, b: Use) -> bool:
+    """Can these two uses of one object run at the same time?"""
+    ident = a.obj.identity
+    if ident[0] == "a":
+        owner = (ident[1], ident[2])
+        if a.ctx.own_instance == owner or b.ctx.own_instance == owner:
+            return False  # each thread has its own instance
+    if ident[0] == "g" and a.ctx.id == f"streamlit:{ident[1]}" == b.ctx.id:
+        return False  # a script's globals are made anew by every run
+    if a.ctx.id != b.ctx.id:
+        return True
+    if ident[0] == "l":
+        fn = (ident[1], ident[2])
+        if a.ctx.parent == fn:
+            return a.ctx.spawn_many  # threads started by one run of the function that made it
+        return False  # each run of the function makes its own
+    return a.ctx.many
+
+
+def analyze(project: Project, catalogue: Catalogue) -> ThreadModel:
+    return ThreadAnalysis(project, catalogue).run()

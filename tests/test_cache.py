@@ -1,0 +1,56 @@
+"""The summary cache: same findings with and without it, plain JSON, safe against corruption."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from cudalint.api import lint_paths
+from cudalint.cache import Cache
+from cudalint.catalogue import load_catalogue
+from tests.fixture_expectations import FIXTURES
+
+
+def _findings(result):
+    return [f.to_json() for f in result.findings]
+
+
+def test_cached_and_uncached_findings_are_identical(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(FIXTURES.parent)
+    cache = Cache.open(tmp_path / "cache", load_catalogue())
+    cold = lint_paths(["fixtures"], cache=cache)
+    assert cache.hits == 0 and cache.misses > 0
+    warm_cache = Cache.open(tmp_path / "cache", load_catalogue())
+    warm = lint_paths(["fixtures"], cache=warm_cache)
+    assert warm_cache.misses == 0 and warm_cache.hits == cache.misses
+    plain = lint_paths(["fixtures"])
+    assert _findings(cold) == _findings(warm) == _findings(plain)
+
+
+def test_cache_entries_are_plain_json_and_corruption_is_a_miss(tmp_path: Path) -> None:
+    src = tmp_path / "proj"
+    shutil.copytree(FIXTURES / "CUD001" / "cross_module", src)
+    cache = Cache.open(tmp_path / "cache", load_catalogue())
+    first = lint_paths([str(src)], cache=cache)
+    entries = sorted((tmp_path / "cache").rglob("*.json"))
+    assert entries
+    for entry in entries:
+        json.loads(entry.read_text())  # JSON, not pickle
+        entry.write_text("{not json")
+    again = Cache.open(tmp_path / "cache", load_catalogue())
+    second = lint_paths([str(src)], cache=again)
+    assert again.hits == 0
+    assert _findings(first) == _findings(second)
+    assert (tmp_path / "cache" / "CACHEDIR.TAG").is_file()
+
+
+def test_changed_file_is_summarized_again(tmp_path: Path) -> None:
+    src = tmp_path / "train.py"
+    src.write_text("import os\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'\n")
+    cache = Cache.open(tmp_path / "cache", load_catalogue())
+    assert lint_paths([str(src)], cache=cache).findings == ()
+    src.write_text("import os\nimport torch\ntorch.cuda.init()\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'\n")
+    again = Cache.open(tmp_path / "cache", load_catalogue())
+    result = lint_paths([str(src)], cache=again)
+    assert [(f.code, f.line) for f in result.findings] == [("CUD001", 4)]
+    assert again.misses == 1
