@@ -33,9 +33,6 @@ class Finding:
     witness: tuple[Step, ...] = ()
     severity: str = "error"
     cell: int | None = field(default=None)  # notebooks: 1-based cell; `line` is then within the cell
-    # a machine-readable fix hint for `cudalint --fix` (see cudalint/fix.py), e.g. "add-device-order";
-    # not part of the JSON output
-    fix: str | None = field(default=None, compare=False)
 
     @classmethod
     def at(

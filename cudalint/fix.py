@@ -11,9 +11,9 @@ Three fixes (TorchFix's layout: the checks find, this codemod edits):
   `if`/`elif`/conditional expression, and is the call that initialized CUDA before the write,
   becomes `X.device_count() > 0`: same truth value (is_available is `device_count() > 0` on top of
   a CUDA runtime probe; knowledge.md §2), without `cuInit` when NVML works.
-- `add-device-order` (a finding that carries `fix="add-device-order"`: an NVML index written into
-  `CUDA_VISIBLE_DEVICES`): `CUDA_DEVICE_ORDER="PCI_BUS_ID"` is written just before that write, so
-  CUDA numbers the GPUs the way NVML and nvidia-smi do (knowledge.md §6).
+- `add-device-order` (CUD004 on a `CUDA_VISIBLE_DEVICES` write built from NVML indices, in a module
+  that never sets `CUDA_DEVICE_ORDER`): `CUDA_DEVICE_ORDER="PCI_BUS_ID"` is written just before that
+  write, so CUDA numbers the GPUs the way NVML and nvidia-smi do (knowledge.md §6).
 
 Every fix is checked before it is kept: the edited file must parse, the finding must be gone when
 the project is linted again, and no (file, code) may gain findings. Files are replaced atomically
@@ -42,6 +42,7 @@ from cudalint.positions import positions
 from cudalint.summarize import literal
 
 ENV_VARS = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
+ADD_DEVICE_ORDER_CODE = "CUD004"  # NVML/nvidia-smi indices used as CUDA numbering
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ()))
 _UNKNOWN_VALUE = object()
 
@@ -538,7 +539,7 @@ def plan_file(path: str, module: cst.Module, findings: Sequence[Finding], ir: Mo
         tries = []
         if f.code == "CUD001":
             tries = [_plan_guard(f, module, ir), _plan_move(f, mod, pos, project_writes, unknown_writes)]
-        elif f.fix == "add-device-order":
+        elif f.code == ADD_DEVICE_ORDER_CODE:
             tries = [_plan_device_order(f, mod, module, project_writes)]
         candidates = [fix for fix, _ in tries if fix is not None]
         reasons = [reason for _, reason in tries if reason]
@@ -546,8 +547,8 @@ def plan_file(path: str, module: cst.Module, findings: Sequence[Finding], ir: Mo
             plan.fixes.append(candidates)
         if reasons:
             plan.hints[f] = reasons[0]
-        elif f.code == "CUD001" or f.fix:
-            plan.hints[f] = "not fixed automatically: " + (HINT_ORDER if f.fix == "add-device-order" else HINT_MOVE)
+        elif f.code == "CUD001":
+            plan.hints[f] = "not fixed automatically: " + HINT_MOVE
     return plan
 
 
@@ -653,10 +654,10 @@ def _plan_device_order(f: Finding, mod: _Module, module: cst.Module, project_wri
         return None, "not fixed automatically (CUDA_DEVICE_ORDER is already written elsewhere): " + hint
     stmt = _find_statement(module, f.line)
     if stmt is None or len(stmt.body) != 1:
-        return None, "not fixed automatically: " + hint
+        return None, None  # CUD004 elsewhere (an index passed to a CUDA API): no fix of this kind
     write = env_write(stmt.body[0], mod, need_constant=False)
     if write is None or "CUDA_VISIBLE_DEVICES" not in write.variables:
-        return None, "not fixed automatically: " + hint
+        return None, None
     code = cst.Module([]).code_for_node(write.env_expr)
     if write.form == "putenv":
         line = f'{code}("CUDA_DEVICE_ORDER", "PCI_BUS_ID")'
@@ -764,7 +765,7 @@ def fix_paths(paths: Sequence[str], config, write: bool = True) -> FixOutcome:
     before = lint_files(files, config, catalogue, extra=found.problems)
     by_path: dict[str, list[Finding]] = {}
     for f in before.findings:
-        if f.cell is None and f.path.endswith((".py", ".pyi")) and (f.code == "CUD001" or f.fix):
+        if f.cell is None and f.path.endswith((".py", ".pyi")) and f.code in ("CUD001", ADD_DEVICE_ORDER_CODE):
             by_path.setdefault(f.path, []).append(f)
 
     problems: list[str] = []

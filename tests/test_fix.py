@@ -1,7 +1,9 @@
 """`cudalint --fix` / `--diff`: certain fixes only, formatting kept, idempotent, atomic.
 
-Cases live in tests/data/fix: `NAME.py` becomes exactly `NAME.fixed.py`; `keep_*.py` must not change
-(each is a finding whose fix would not be certain) and gets a `help:` line instead.
+Cases live in tests/data/fix: `NAME.py` becomes exactly `NAME.fixed.py` (move_*: the write moves up;
+guard*: is_available() becomes device_count() > 0; device_order*: CUD004's CUDA_DEVICE_ORDER line;
+crlf_bom: line ends, BOM and non-ASCII kept); `keep_*.py` must not change (each is a finding whose fix
+would not be certain) and gets a `help:` line instead.
 """
 from __future__ import annotations
 
@@ -15,10 +17,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from cudalint.api import lint_paths, load_module
-from cudalint.catalogue import load_catalogue
-from cudalint.findings import Finding
-from cudalint.fix import apply, env_writes, plan_file
+from cudalint.api import lint_paths
 from tests.fixture_expectations import FIXTURES
 
 DATA = Path(__file__).parent / "data" / "fix"
@@ -84,38 +83,6 @@ def test_fixing_every_fixture_is_safe_and_idempotent(tmp_path: Path) -> None:
     second = run_cli(["--fix", "fixtures"], tmp_path)
     assert {p: p.read_bytes() for p in tree.rglob("*") if p.is_file()} == snapshot
     assert second.stderr == ""
-
-
-def test_add_device_order_next_to_an_nvml_derived_visible_devices(tmp_path: Path) -> None:
-    """The NVML-index rule is another engineer's; until it lands, its finding is built here by hand
-    (the only stand-in in this file): a finding on the write that carries fix="add-device-order"."""
-    text = (
-        "import os\n\nimport pynvml\n\n\ndef pick():\n    pynvml.nvmlInit()\n    best = 0\n"
-        "    # the least busy GPU, by NVML index\n"
-        "    os.environ['CUDA_VISIBLE_DEVICES'] = str(best)\n"
-    )
-    path = str(tmp_path / "pick.py")
-    Path(path).write_text(text)
-    catalogue = load_catalogue(())
-    ir = load_module(path, catalogue)
-    finding = Finding("CUD004", path, 10, 5, 10, 51, "an NVML index used as a CUDA ordinal", fix="add-device-order")
-    plan = plan_file(path, cst.parse_module(text), [finding], ir, env_writes([ir]))
-    assert [fx.kind for alts in plan.fixes for fx in alts] == ["add-device-order"]
-    assert apply(plan, plan.fixes[0]) == text.replace(
-        "    # the least busy GPU, by NVML index\n",
-        "    # the least busy GPU, by NVML index\n    os.environ[\"CUDA_DEVICE_ORDER\"] = \"PCI_BUS_ID\"\n",
-    )
-    # already ordered somewhere: nothing to add
-    ordered = text + "os.environ['CUDA_DEVICE_ORDER'] = 'PCI_BUS_ID'\n"
-    Path(path).write_text(ordered)
-    ir = load_module(path, catalogue)
-    plan = plan_file(path, cst.parse_module(ordered), [finding], ir, env_writes([ir]))
-    assert plan.fixes == [] and "already written" in plan.hints[finding]
-
-
-def test_finding_json_has_no_fix_key() -> None:
-    f = Finding("CUD001", "a.py", 1, 1, 1, 2, "m", fix="add-device-order")
-    assert "fix" not in f.to_json()
 
 
 def test_read_only_file_is_reported_and_left_alone(tmp_path: Path) -> None:

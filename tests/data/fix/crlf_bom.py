@@ -2,4 +2,4 @@
 import os
 import torch
 torch.cuda.init()
-os.environ["CUDA_VISIBLE_DEVICES"] = "é"
+os.environ["CUDA_VISIBLE_DEVICES"] = "1"  # the café GPU
