@@ -89,7 +89,7 @@ class Cache:
         try:
             with open(self._file(key), encoding="utf-8") as fh:
                 value = decode(json.load(fh))
-        except (OSError, ValueError, TypeError, KeyError):
+        except (OSError, ValueError, TypeError, KeyError, RecursionError):
             self.misses += 1
             return None
         if not isinstance(value, (ModuleIR, Finding)):
@@ -114,8 +114,8 @@ class Cache:
                 except OSError:
                     pass
                 raise
-        except OSError:
-            pass  # a read-only or full disk: the cache is an optimization, never a failure
+        except (OSError, RecursionError):
+            pass  # a read-only or full disk, or an IR nested too deeply for json: the cache is an optimization, never a failure
 
     def _prepare(self) -> None:
         if (self.directory / "CACHEDIR.TAG").exists():

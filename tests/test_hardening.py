@@ -94,7 +94,7 @@ VALID: list[tuple[str, bytes, list[str]]] = [
     ("crlf", BUG.replace(b"\n", b"\r\n"), ["x.py:4:1: CUD001"]),
     ("cr_only", BUG.replace(b"\n", b"\r"), ["x.py:4:1: CUD001"]),
     ("no_final_newline", BUG.rstrip(b"\n"), ["x.py:4:1: CUD001"]),
-    ("latin1_cookie", b"# -*- coding: latin-1 -*-\n" + BUG.replace(b'"1"', b'"\xe9"'), ["x.py:5:1: CUD001"]),
+    ("latin1_cookie", b"# -*- coding: latin-1 -*-\n" + BUG.replace(b'"1"\n', b'"1"  # caf\xe9\n'), ["x.py:5:1: CUD001"]),
     ("tab_indentation", b"import os\nimport torch\n\n\ndef f():\n\ttorch.cuda.init()\n\tif True:\n\t\tos.environ['CUDA_VISIBLE_DEVICES'] = '1'\n", ["x.py:8:3: CUD001"]),
     ("deep_binop_1000", _deep("+".join(["1"] * 1000)), ["x.py:5:1: CUD001"]),
     ("deep_not_1000", _deep("not " * 1000 + "1"), ["x.py:5:1: CUD001"]),

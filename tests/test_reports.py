@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 import pty
 import select
 import subprocess
@@ -49,17 +50,21 @@ def test_sarif_is_valid_sarif_2_1_0_and_carries_rules_paths_and_witnesses() -> N
     assert "`" not in cud001["fullDescription"]["text"]
 
     assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == FIXTURES.parent.as_uri() + "/"
-    lib = {(Path(f["path"]).as_posix(), f["line"]): f for f in json.loads(run_cli(["--format", "json", "fixtures"], FIXTURES.parent).stdout)}
+    lib = json.loads(run_cli(["--format", "json", "fixtures"], FIXTURES.parent).stdout)
     assert len(run["results"]) == len(lib)
-    for res in run["results"]:
+    for res, f in zip(run["results"], lib):  # same order as every other format
         loc = res["locations"][0]["physicalLocation"]
         assert loc["artifactLocation"]["uriBaseId"] == "%SRCROOT%"
         uri = loc["artifactLocation"]["uri"]
-        assert not uri.startswith(("/", "file:")) and uri.startswith("fixtures/")
-        f = lib[(uri, loc["region"]["startLine"])]
+        assert not uri.startswith(("/", "file:")) and uri == f["path"].replace(os.sep, "/")
         assert res["ruleId"] == f["code"] and res["message"]["text"] == f["message"]
         assert rules[res["ruleIndex"]]["id"] == f["code"]
+        assert res["level"] == {"error": "error", "warning": "warning"}[f["severity"]]
+        assert res.get("properties", {}).get("cell") == f.get("cell")
         assert loc["region"] == {"startLine": f["line"], "startColumn": f["column"], "endLine": f["end_line"], "endColumn": f["end_column"]}
+        if not f["witness"]:
+            assert "codeFlows" not in res
+            continue
         flow = res["codeFlows"][0]["threadFlows"][0]["locations"]
         assert [(s["location"]["physicalLocation"]["artifactLocation"]["uri"], s["location"]["physicalLocation"]["region"]["startLine"], s["location"]["message"]["text"]) for s in flow] == [
             (w["path"], w["line"], w["note"]) for w in f["witness"]
@@ -111,10 +116,12 @@ def test_github_escapes_properties_and_data() -> None:
 def test_statistics_counts_per_code() -> None:
     proc = run_cli(["--statistics", "."], BAD)
     assert proc.returncode == 1
-    n = len(json.loads(run_cli(["--format", "json", "."], BAD).stdout))
-    assert proc.stdout == f"{n}\tCUD001\tcuda-visible-devices-after-init\n"
+    counts = Counter(f["code"] for f in json.loads(run_cli(["--format", "json", "."], BAD).stdout))
+    rows = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    width = len(str(rows[0][1]))
+    assert proc.stdout == "".join(f"{str(n).rjust(width)}\t{code}\t{RULES[code].name}\n" for code, n in rows)
     as_json = json.loads(run_cli(["--statistics", "--format", "json", "."], BAD).stdout)
-    assert as_json == [{"code": "CUD001", "name": "cuda-visible-devices-after-init", "count": n}]
+    assert as_json == [{"code": code, "name": RULES[code].name, "count": n} for code, n in rows]
 
 
 def test_output_file_gets_the_report_and_stdout_stays_empty(tmp_path: Path) -> None:
