@@ -82,6 +82,13 @@ CASES: list[tuple[str, Callable[[Path], None], list[str]]] = [
     ("symlink_loop_file", _loop, ["a.py:1:1: CUD900 cannot read: Too many levels of symbolic links", "b.py:1:1: CUD900 cannot read: Too many levels of symbolic links"]),
     ("symlink_loop_directory", _dir_loop, ["pkg/up:1:1: CUD900 skipped: symlink loop"]),
     ("fifo", _fifo, ["fifo.py:1:1: CUD900 skipped: not a regular file (a FIFO, socket or device)"]),
+    # malformed notebooks (cudalint.notebook reads them; these pin what the user sees)
+    ("notebook_truncated_json", _write("nb.ipynb", b'{"cells": ['), ["nb.ipynb:1:12: CUD900 not a notebook: invalid JSON: Expecting value"]),
+    ("notebook_empty", _write("nb.ipynb", b""), ["nb.ipynb:1:1: CUD900 not a notebook: invalid JSON: Expecting value"]),
+    ("notebook_not_an_object", _write("nb.ipynb", b"[1, 2]"), ["nb.ipynb:1:1: CUD900 not a notebook: the JSON document is not an object"]),
+    ("notebook_cell_source_not_text", _write("nb.ipynb", b'{"cells": [{"cell_type": "code", "source": 5}], "nbformat": 4}'), ["nb.ipynb:1:1: CUD900 not a notebook: the source of cell 1 is not text"]),
+    ("notebook_binary", _write("nb.ipynb", b"\xff\xfe{"), ["nb.ipynb:1:1: CUD900 cannot decode as utf-8 (no coding declaration says otherwise): invalid start byte"]),
+    ("notebook_cell_syntax_error", _write("nb.ipynb", b'{"cells": [{"cell_type": "code", "source": ["def f(:\\n"]}], "nbformat": 4, "metadata": {}}'), ["nb.ipynb:cell 1:1:1: CUD900 syntax error in cell 1: parser error: error at 2:0: expected one of ), *, **, NAME"]),
 ]
 
 # valid but unusual input: analyzed like any other file, findings at the right lines
