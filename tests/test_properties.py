@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import hypothesmith
 from hypothesis import HealthCheck, assume, given, settings

@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import jsonschema
-import pytest
 
 from cudalint.registry import RULES, doc
 from cudalint.sarif import DOCS_URL
