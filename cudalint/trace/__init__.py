@@ -1,0 +1,24 @@
+"""`cudalint --trace`: run a program with the catalogue's hooks and check the static findings
+against what really happened. `run` is the one entry point; the modules each do one job:
+
+bootstrap (inside the child) · hooks (import hook, wrappers) · concurrency (llama context) ·
+process (env writes, forks, exit) · events (the JSON-lines stream) · location (user frames) ·
+nvml (libcuda probe, NVML sampler) · plan (catalogue -> hooks) · correlate (pure) · report · runner.
+
+Importing this package imports nothing else, so the traced child starts quickly.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Sequence, TextIO
+
+
+def run(argv: list[str], *, module: bool, fmt: str = "text", out: TextIO | None = None,
+        findings_file: str | None = None, catalogue: Sequence[str] = (), events_file: str | None = None) -> int:
+    """Run `argv` (`[script, *args]`, or `[module, *args]` with module=True) under the tracer and
+    write the report to `out`. Returns 1 when a finding is confirmed, 0 when none, 2 when the
+    program could not be started."""
+    from cudalint.trace.runner import run as _run
+
+    return _run(argv, module=module, fmt=fmt, out=out if out is not None else sys.stdout,
+                findings_file=findings_file, catalogue=catalogue, events_file=events_file)

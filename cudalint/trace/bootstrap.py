@@ -1,0 +1,104 @@
+"""Runs inside the traced process: install the hooks, then run the program as `python` would.
+
+Started by the parent as `python <flags> -c <BOOT> <script|module> args...` with the configuration
+in the CUDALINT_TRACE environment variable, which is removed before the program starts (the program
+sees the environment it would have seen). `runpy` gives `__name__ == "__main__"`, `sys.argv` and
+`sys.path[0]` as `python script.py` / `python -m module` set them; an uncaught exception is shown
+through `sys.excepthook` with the cudalint and runpy frames cut off, and Ctrl-C ends the process
+by SIGINT as CPython does.
+"""
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import signal
+import sys
+from typing import Any
+
+from cudalint.trace import concurrency, hooks, nvml, process  # noqa: F401  (nvml: used at fork)
+from cudalint.trace.events import EventWriter
+from cudalint.trace.location import _PKG_DIR
+from cudalint.trace.plan import load_plan
+from cudalint.trace.state import TraceState
+
+CONFIG_VAR = "CUDALINT_TRACE"
+START_FAILED = 2
+
+
+def _trim(tb: Any) -> Any:
+    runpy_file = runpy.__file__.rstrip("c")
+    while tb is not None:
+        fn = tb.tb_frame.f_code.co_filename
+        if fn.startswith(_PKG_DIR + os.sep) or fn == runpy_file or fn.startswith("<frozen runpy"):
+            tb = tb.tb_next
+        else:
+            break
+    return tb
+
+
+def main(argv: list[str]) -> None:
+    cfg = json.loads(os.environ.pop(CONFIG_VAR))
+    mode, target, args = argv[0], argv[1], argv[2:]
+    writer = EventWriter(cfg["events"])
+    plan = load_plan(cfg["plan"])
+    state = TraceState(writer, driver_present=bool(cfg.get("driver_present")))
+    env_names = sorted({e["name"] for e in plan["env"]} | {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"})
+    writer.emit("start", mode=mode, target=target, argv=[target, *args], cwd=os.getcwd(),
+                env={n: os.environ.get(n) for n in env_names}, python=sys.version.split()[0],
+                ppid=os.getppid())
+
+    # `python -P` (safe_path) puts no program directory on sys.path; otherwise -c left '' there
+    set_path0 = bool(sys.path) and sys.path[0] == "" and not getattr(sys.flags, "safe_path", False)
+    if mode == "module":
+        if set_path0:
+            sys.path[0] = os.getcwd()
+        import importlib.util
+
+        try:
+            found = importlib.util.find_spec(target) is not None
+        except (ImportError, ValueError) as exc:
+            found, why = False, str(exc)
+        else:
+            why = f"No module named {target}"
+        if not found:
+            writer.emit("start_failed", error=why)
+            print(f"{sys.executable}: {why}", file=sys.stderr)
+            sys.exit(START_FAILED)
+    elif set_path0:
+        if os.path.isdir(target):
+            del sys.path[0]  # runpy puts a directory (its __main__.py) on sys.path itself
+        else:
+            sys.path[0] = os.path.dirname(os.path.realpath(target))
+
+    process.install_env_hook(state, env_names)
+    process.install_fork_hooks(state)
+    process.install_exit_hook(state, env_names)
+    hooks.install(state, plan)
+    writer.emit("ready")
+
+    sys.argv = [target, *args]
+    try:
+        if mode == "module":
+            runpy.run_module(target, run_name="__main__", alter_sys=True)
+        else:
+            runpy.run_path(target, run_name="__main__")
+    except SystemExit:
+        raise
+    except BaseException as exc:
+        writer.emit("uncaught", error=type(exc).__name__, message=str(exc)[:500])
+        sys.excepthook(type(exc), exc, _trim(exc.__traceback__))
+        if isinstance(exc, KeyboardInterrupt):
+            # CPython ends a process killed by Ctrl-C with SIGINT so the shell sees it
+            sys.stdout.flush()
+            sys.stderr.flush()
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGINT)
+        sys.exit(1)
+
+
+BOOT = (
+    "import sys; sys.path.insert(0, {root!r}); "
+    "from cudalint.trace import bootstrap as _b; "
+    "del sys.path[0]; _b.main(sys.argv[1:])"
+)

@@ -1,0 +1,72 @@
+"""The event stream: one JSON object per line, appended and flushed as it happens.
+
+Why a raw fd with O_APPEND and one `os.write` per event: the traced program may crash, abort
+(SIGABRT from llama.cpp), call `os._exit` or be killed, so nothing may sit in a Python buffer; and
+after `fork` parent and child share the fd, where O_APPEND makes each line land whole at the end.
+The pid is written into every event because both processes write to the same file.
+O_CLOEXEC keeps the fd out of programs started with exec (subprocess), which run no hooks.
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from typing import Any, Iterator
+
+_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+
+
+class EventWriter:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.fd = os.open(path, _FLAGS, 0o600)
+        self.pid = os.getpid()
+
+    def after_fork_in_child(self) -> None:
+        # the fd is inherited and still appends to the same file; only the cached pid changes
+        self.pid = os.getpid()
+
+    def emit(self, kind: str, **fields: Any) -> None:
+        fields["kind"] = kind
+        fields["pid"] = self.pid
+        fields["t"] = round(time.time(), 6)
+        fields.setdefault("thread", threading.current_thread().name)
+        data = (json.dumps(fields, default=repr, separators=(",", ":")) + "\n").encode("utf-8", "replace")
+        try:
+            while data:
+                n = os.write(self.fd, data)
+                data = data[n:]
+        except OSError:
+            pass  # the tracer must never break the program it watches
+
+    def close(self) -> None:
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+
+
+def read_events(path: str) -> list[dict[str, Any]]:
+    """Every complete line of the stream, in file order (which is the order of the writes).
+
+    A line cut short by a kill is skipped; `seq` is the position in the file."""
+    return list(_iter_events(path))
+
+
+def _iter_events(path: str) -> Iterator[dict[str, Any]]:
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return
+    seq = 0
+    for line in raw.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            event["seq"] = seq
+            seq += 1
+            yield event
