@@ -52,7 +52,8 @@ def _enter(state: TraceState, obj: Any, method: str) -> None:
         _used.add(use_key)
         state.emit("llama_use", cls=cls, instance=key, method=method, site=user)
     for depth, other_method, other_site, other_name in others:
-        pair = (key, frozenset([(_key(other_site), other_name), (_key(user), name)]))
+        # one event per pair of call sites: four pool threads on one line are one bug, not six
+        pair = (key, tuple(sorted([_key(other_site), _key(user)])))
         if pair in _reported:
             continue
         _reported.add(pair)
@@ -144,6 +145,10 @@ def constructor_handler(state: TraceState, name: str) -> Callable[[Any, str, Any
                     _constructing[tid] = [1, name, user, tname]
                     others = [v for t, v in _constructing.items() if t != tid]
             for _, other_cls, other_site, other_name in others:
+                pair = ("construct", tuple(sorted([_key(other_site), _key(user)])))
+                if pair in _reported:
+                    continue
+                _reported.add(pair)
                 state.emit(
                     "concurrent_construct", cls=name,
                     threads=[
