@@ -37,6 +37,35 @@ def _trim(tb: Any) -> Any:
     return tb
 
 
+def _is_zip(path: str) -> bool:
+    import zipfile
+
+    try:
+        return zipfile.is_zipfile(path)
+    except OSError:
+        return False
+
+
+def _run_script(target: str) -> None:
+    """What `python script.py` does: the code runs in the real `__main__` module (so pickling and
+    multiprocessing find it), `__file__` and the code's filename are absolute, `sys.argv[0]` stays
+    as typed."""
+    import builtins
+    import io
+    from importlib.machinery import SourceFileLoader
+
+    path = os.path.abspath(target)
+    with io.open_code(path) as fh:
+        source = fh.read()
+    code = compile(source, path, "exec", dont_inherit=True)
+    main = sys.modules["__main__"]
+    namespace = main.__dict__
+    namespace.clear()
+    namespace.update(__name__="__main__", __doc__=None, __file__=path, __cached__=None, __package__=None,
+                     __spec__=None, __loader__=SourceFileLoader("__main__", path), __builtins__=builtins)
+    exec(code, namespace)
+
+
 def main(argv: list[str]) -> None:
     cfg = json.loads(os.environ.pop(CONFIG_VAR))
     mode, target, args = argv[0], argv[1], argv[2:]
@@ -80,14 +109,22 @@ def main(argv: list[str]) -> None:
     sys.argv = [target, *args]
     try:
         if mode == "module":
-            runpy.run_module(target, run_name="__main__", alter_sys=True)
-        else:
+            run_as_main = getattr(runpy, "_run_module_as_main", None)  # what `python -m` calls
+            if run_as_main is not None:
+                run_as_main(target, alter_argv=True)
+            else:  # pragma: no cover - a Python without the private helper
+                runpy.run_module(target, run_name="__main__", alter_sys=True)
+        elif os.path.isdir(target) or not target.endswith((".py", ".pyw")) and _is_zip(target):
             runpy.run_path(target, run_name="__main__")
+        else:
+            _run_script(target)
     except SystemExit:
         raise
     except BaseException as exc:
         writer.emit("uncaught", error=type(exc).__name__, message=str(exc)[:500])
-        sys.excepthook(type(exc), exc, _trim(exc.__traceback__))
+        # the default hook prints exc.__traceback__, not its argument: trim the exception's own
+        exc.__traceback__ = _trim(exc.__traceback__)
+        sys.excepthook(type(exc), exc, exc.__traceback__)
         if isinstance(exc, KeyboardInterrupt):
             # CPython ends a process killed by Ctrl-C with SIGINT so the shell sees it
             sys.stdout.flush()
