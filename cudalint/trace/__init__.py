@@ -10,11 +10,23 @@ Importing this package imports nothing else, so the traced child starts quickly.
 from __future__ import annotations
 
 import sys
-from typing import Sequence, TextIO
+TYPE_CHECKING = False  # importing typing here would cost the traced program's start-up
+if TYPE_CHECKING:
+    from typing import Sequence, TextIO
+
+# the child's configuration travels in this variable; the bootstrap removes it before the program runs
+CONFIG_VAR = "CUDALINT_TRACE"
+# the child's `-c` program: import the bootstrap from where this cudalint lives, without leaving
+# that directory on the program's sys.path
+BOOT = (
+    "import sys; sys.path.insert(0, {root!r}); "
+    "from cudalint.trace import bootstrap as _b; "
+    "del sys.path[0]; _b.main(sys.argv[1:])"
+)
 
 
-def run(argv: list[str], *, module: bool, fmt: str = "text", out: TextIO | None = None,
-        findings_file: str | None = None, catalogue: Sequence[str] = (), events_file: str | None = None) -> int:
+def run(argv: list[str], *, module: bool, fmt: str = "text", out: "TextIO | None" = None,
+        findings_file: "str | None" = None, catalogue: "Sequence[str]" = (), events_file: "str | None" = None) -> int:
     """Run `argv` (`[script, *args]`, or `[module, *args]` with module=True) under the tracer and
     write the report to `out`. Returns 1 when a finding is confirmed, 0 when none, 2 when the
     program could not be started."""

@@ -12,21 +12,17 @@ from __future__ import annotations
 import json
 import os
 import runpy
-import signal
 import sys
-from typing import Any
 
-from cudalint.trace import concurrency, hooks, nvml, process  # noqa: F401  (nvml: used at fork)
+from cudalint.trace import CONFIG_VAR, hooks, process
 from cudalint.trace.events import EventWriter
 from cudalint.trace.location import _PKG_DIR
-from cudalint.trace.plan import load_plan
 from cudalint.trace.state import TraceState
 
-CONFIG_VAR = "CUDALINT_TRACE"
 START_FAILED = 2
 
 
-def _trim(tb: Any) -> Any:
+def _trim(tb):  # type: ignore[no-untyped-def]
     runpy_file = runpy.__file__.rstrip("c")
     while tb is not None:
         fn = tb.tb_frame.f_code.co_filename
@@ -67,11 +63,12 @@ def _run_script(target: str) -> None:
 
 
 def main(argv: list[str]) -> None:
-    cfg = json.loads(os.environ.pop(CONFIG_VAR))
+    events_path, plan_path = os.environ.pop(CONFIG_VAR).split("\n")
     mode, target, args = argv[0], argv[1], argv[2:]
-    writer = EventWriter(cfg["events"])
-    plan = load_plan(cfg["plan"])
-    state = TraceState(writer, driver_present=bool(cfg.get("driver_present")))
+    writer = EventWriter(events_path)
+    with open(plan_path, encoding="utf-8") as fh:
+        plan = json.load(fh)
+    state = TraceState(writer)
     env_names = sorted({e["name"] for e in plan["env"]} | {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"})
     writer.emit("start", mode=mode, target=target, argv=[target, *args], cwd=os.getcwd(),
                 env={n: os.environ.get(n) for n in env_names}, python=sys.version.split()[0],
@@ -127,15 +124,11 @@ def main(argv: list[str]) -> None:
         sys.excepthook(type(exc), exc, exc.__traceback__)
         if isinstance(exc, KeyboardInterrupt):
             # CPython ends a process killed by Ctrl-C with SIGINT so the shell sees it
+            import signal
+
             sys.stdout.flush()
             sys.stderr.flush()
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGINT)
         sys.exit(1)
 
-
-BOOT = (
-    "import sys; sys.path.insert(0, {root!r}); "
-    "from cudalint.trace import bootstrap as _b; "
-    "del sys.path[0]; _b.main(sys.argv[1:])"
-)

@@ -14,9 +14,11 @@ so a returned generator is wrapped and each step counts as being inside.
 from __future__ import annotations
 
 import functools
-import inspect
 import threading
-from typing import Any, Callable, Generator
+import types
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs the traced program's start-up
+if TYPE_CHECKING:
+    from typing import Any, Callable, Generator
 
 from cudalint.trace.location import sites
 from cudalint.trace.state import TraceState
@@ -106,7 +108,7 @@ def method_handler(state: TraceState, name: str) -> Callable[[Any, str, Any], No
     method = name.rsplit(".", 1)[-1]
 
     def handler(owner: Any, attr: str, fn: Any) -> None:
-        if not isinstance(owner, type) or not inspect.isfunction(fn):
+        if not isinstance(owner, type) or not isinstance(fn, types.FunctionType):
             raise TypeError(f"{name}: only plain methods of Python classes can be watched")
 
         @functools.wraps(fn)
@@ -116,7 +118,7 @@ def method_handler(state: TraceState, name: str) -> Callable[[Any, str, Any], No
                 result = fn(self, *args, **kwargs)
             finally:
                 _leave(self)
-            if inspect.isgenerator(result):
+            if isinstance(result, types.GeneratorType):
                 return _guard_generator(state, self, method, result)
             return result
 

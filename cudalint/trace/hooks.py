@@ -17,15 +17,18 @@ import functools
 import json
 import sys
 import threading
-from typing import Any, Callable
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs the traced program's start-up
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 from cudalint.trace import concurrency
 from cudalint.trace.args import applies, short_call
 from cudalint.trace.location import sites
 from cudalint.trace.state import TraceState
 
-# name -> handler(owner, attr, obj) for one catalogue name; resolved at most once
-Handler = Callable[[Any, str, Any], None]
+if TYPE_CHECKING:
+    # handler(owner, attr, obj) for one catalogue name; resolved at most once
+    Handler = Callable[[Any, str, Any], None]
 
 
 class Installer:

@@ -6,7 +6,9 @@ from __future__ import annotations
 import os
 import sys
 import sysconfig
-from typing import Any
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs the traced program's start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # .../cudalint
 

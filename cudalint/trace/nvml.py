@@ -53,6 +53,23 @@ def driver_present() -> bool:
     return True
 
 
+def driver_installed() -> bool:
+    """Is libcuda.so.1 on this machine, found without loading it? (Used inside the traced program,
+    where dlopen-ing the driver would change the process.) The loader's cache, LD_LIBRARY_PATH and
+    the usual container mount points."""
+    name = "libcuda.so.1"
+    dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d]
+    dirs += ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
+             "/usr/local/nvidia/lib64", "/usr/lib/wsl/lib"]
+    if any(os.path.exists(os.path.join(d, name)) for d in dirs):
+        return True
+    try:
+        with open("/etc/ld.so.cache", "rb") as fh:
+            return name.encode() in fh.read()
+    except OSError:
+        return False
+
+
 @dataclass(frozen=True)
 class Gpu:
     index: int          # NVML index: physical, ignores CUDA_VISIBLE_DEVICES

@@ -6,42 +6,22 @@ parsing TOML. Entries the tracer cannot hook are listed with the reason, for `--
 """
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-from typing import Any
+import os
+import zlib
+from typing import TYPE_CHECKING, Any, Sequence
 
-from cudalint.catalogue import Api, Catalogue
-
-
-@dataclass(frozen=True)
-class HookPlan:
-    init: tuple[dict[str, Any], ...]          # calls/probes/imports that initialize CUDA
-    touch: tuple[str, ...]                    # Class.method names that use a llama context
-    construct: tuple[str, ...]                # classes whose instances own a llama context
-    env: tuple[dict[str, Any], ...]           # variables read once: name, frozen_by, rule
-    frozen_imports: tuple[str, ...]           # modules whose import freezes a variable
-    skipped: tuple[dict[str, str], ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "init": list(self.init),
-            "touch": list(self.touch),
-            "construct": list(self.construct),
-            "env": list(self.env),
-            "frozen_imports": list(self.frozen_imports),
-            "skipped": list(self.skipped),
-        }
-
-    def dump(self, path: str) -> None:
-        with open(path, "w", encoding="utf-8") as fh:
-            json.dump(self.to_json(), fh)
+if TYPE_CHECKING:
+    from cudalint.catalogue import Api, Catalogue
 
 
 def _conds(conds: tuple[tuple[tuple[str, ...], str], ...]) -> list[list[Any]]:
     return [[list(slots), pattern] for slots, pattern in conds]
 
 
-def build_plan(cat: Catalogue) -> HookPlan:
+def build_plan(cat: Catalogue) -> dict[str, Any]:
+    """{"init": [...], "touch": [...], "construct": [...], "env": [...], "frozen_imports": [...],
+    "skipped": [...]}: initializing calls/probes/imports, `touches_context` methods, `llama_context`
+    classes, variables read once, modules whose import freezes one, entries the tracer cannot hook."""
     init: list[dict[str, Any]] = []
     touch: list[str] = []
     construct: list[str] = []
@@ -57,7 +37,7 @@ def build_plan(cat: Catalogue) -> HookPlan:
                 skipped.append({"name": api.name, "why": "glob name; no single object to wrap"})
             else:
                 entry = _init_entry(api)
-                key = json.dumps(entry, sort_keys=True)
+                key = repr(sorted(entry.items()))
                 if key not in seen:
                     seen.add(key)
                     init.append(entry)
@@ -65,9 +45,10 @@ def build_plan(cat: Catalogue) -> HookPlan:
             touch.append(api.name)
         if api.get("llama_context") and api.name not in construct:
             construct.append(api.name)
-    env = tuple({"name": e.name, "frozen_by": e.frozen_by, "rule": e.rule, "library": e.library} for e in cat.env)
-    frozen_imports = tuple(sorted({e.frozen_by.split(":", 1)[1] for e in cat.env if e.frozen_by.startswith("import:")}))
-    return HookPlan(tuple(init), tuple(touch), tuple(construct), env, frozen_imports, tuple(skipped))
+    env = [{"name": e.name, "frozen_by": e.frozen_by, "rule": e.rule, "library": e.library} for e in cat.env]
+    frozen_imports = sorted({e.frozen_by.split(":", 1)[1] for e in cat.env if e.frozen_by.startswith("import:")})
+    return {"init": init, "touch": touch, "construct": construct, "env": env,
+            "frozen_imports": frozen_imports, "skipped": skipped}
 
 
 def _init_entry(api: Api) -> dict[str, Any]:
@@ -82,6 +63,49 @@ def _init_entry(api: Api) -> dict[str, Any]:
     }
 
 
-def load_plan(path: str) -> dict[str, Any]:
-    with open(path, encoding="utf-8") as fh:
-        return json.load(fh)
+def _cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "cudalint")
+
+
+def cached_plan(extra: Sequence[str] = ()) -> str:
+    """The path of the plan as a JSON file, cached by the catalogue files' names, sizes and mtimes.
+
+    Parsing the TOML catalogue costs ~45 ms of start-up (tomllib and the loader); with the cache the
+    parent does not even parse the plan before starting the program (the child reads the file).
+    Any change to a catalogue file changes the key."""
+    from cudalint import __version__
+    from cudalint.resources import catalogue_dir
+
+    files = sorted(str(p) for p in catalogue_dir().glob("*.toml")) + [os.path.abspath(p) for p in extra]
+    key = [__version__]
+    for f in files:
+        try:
+            st = os.stat(f)
+            key.append(f"{f}\0{st.st_size}\0{st.st_mtime_ns}")
+        except OSError:
+            key.append(f"{f}\0missing")
+    raw = "\n".join(key).encode()
+    digest = f"{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}"  # hashlib would cost the start-up more
+    path = os.path.join(_cache_dir(), f"trace-plan-{digest}.json")
+    if os.path.exists(path):
+        return path
+    import json
+
+    from cudalint.catalogue import load_catalogue
+
+    data = build_plan(load_catalogue(tuple(extra)))
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(data, fh)
+        os.replace(tmp, path)  # atomic: a concurrent reader sees the whole file or none
+        return path
+    except OSError:  # a read-only home: a private copy, same result
+        import tempfile
+
+        fd, tmp = tempfile.mkstemp(prefix="cudalint-plan-", suffix=".json")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh)
+        return tmp

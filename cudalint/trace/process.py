@@ -10,7 +10,9 @@ from __future__ import annotations
 import atexit
 import os
 import sys
-from typing import Any, Iterable
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs the traced program's start-up
+if TYPE_CHECKING:
+    from typing import Any, Iterable
 
 from cudalint.trace import concurrency
 from cudalint.trace.location import sites

@@ -7,24 +7,21 @@ wall time. Only the events file connects the two processes.
 """
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
-from typing import Any, Sequence, TextIO
+import time
+from typing import TYPE_CHECKING, Any, Sequence, TextIO
 
-from cudalint.catalogue import load_catalogue
-from cudalint.findings import Finding, Step
-from cudalint.trace import report
-from cudalint.trace.bootstrap import BOOT, CONFIG_VAR
-from cudalint.trace.correlate import correlate
-from cudalint.trace.events import EventWriter, read_events
-from cudalint.trace.location import is_user_file
-from cudalint.trace.plan import build_plan
+from cudalint.trace import BOOT, CONFIG_VAR
+from cudalint.trace.plan import cached_plan
+
+if TYPE_CHECKING:
+    from cudalint.findings import Finding
+
+# Everything else is imported once the child runs: the program should not wait for the report code.
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -50,6 +47,10 @@ def _terminal_already_sent(signum: int) -> bool:
 
 def load_findings(path: str) -> list[Finding]:
     """Findings as `cudalint --format json` writes them (a list, or {"findings": [...]})."""
+    from cudalint.findings import Finding, Step
+
+    import json
+
     with open(path, encoding="utf-8") as fh:
         data = json.load(fh)
     items = data["findings"] if isinstance(data, dict) else data
@@ -97,6 +98,8 @@ class _Static:
                 self.findings.extend(self.lint(more).findings)
             except Exception as exc:
                 self.note = f"failed: {type(exc).__name__}: {exc}"
+        from cudalint.trace.location import is_user_file
+
         seen, out = set(), []
         for f in self.findings:
             key = (f.code, os.path.realpath(f.path), f.line, f.column, f.message)
@@ -152,20 +155,16 @@ def run(argv: list[str], *, module: bool, fmt: str, out: TextIO, findings_file: 
         return 2
     entry = _module_file(target) if module else target
 
-    cat = load_catalogue(tuple(catalogue))
-    plan = build_plan(cat)
-    tmp = tempfile.mkdtemp(prefix="cudalint-trace-")
+    plan_path = cached_plan(tuple(catalogue))
+    # a private directory for the event stream (tempfile's import would cost start-up time)
+    tmp = os.path.join(os.environ.get("TMPDIR") or "/tmp", f"cudalint-trace-{os.getpid()}-{time.monotonic_ns()}")
+    os.mkdir(tmp, 0o700)
     try:
         events_path = events_file or os.path.join(tmp, "events.jsonl")
         if events_file and os.path.exists(events_file):
             os.unlink(events_file)
-        plan_path = os.path.join(tmp, "plan.json")
-        plan.dump(plan_path)
-        from cudalint.trace import nvml
-
-        driver = nvml.driver_present()
         env = dict(os.environ)
-        env[CONFIG_VAR] = json.dumps({"events": events_path, "plan": plan_path, "driver_present": driver})
+        env[CONFIG_VAR] = f"{events_path}\n{plan_path}"
         cmd = [sys.executable, *subprocess._args_from_interpreter_flags(), "-c", BOOT.format(root=_ROOT),
                "module" if module else "script", target, *args]
         try:
@@ -185,8 +184,16 @@ def run(argv: list[str], *, module: bool, fmt: str, out: TextIO, findings_file: 
         static = _Static()
         sampler, nvml_why = None, "no NVIDIA driver on this machine"
         try:
-            static.start([entry] if entry else [])
-            if driver:
+            # while the program runs: the analyzer, NVML, and the modules the report needs
+            if not findings_file:
+                static.start([entry] if entry else [])
+            import json
+
+            from cudalint.trace import nvml, report
+            from cudalint.trace.correlate import correlate
+            from cudalint.trace.events import EventWriter, read_events
+
+            if nvml.driver_present():
                 backend, nvml_why = nvml.open_backend()
                 if backend is not None:
                     writer = EventWriter(events_path)
@@ -199,6 +206,8 @@ def run(argv: list[str], *, module: bool, fmt: str, out: TextIO, findings_file: 
             if sampler is not None:
                 sampler.stop()
 
+        with open(plan_path, encoding="utf-8") as fh:
+            plan = json.load(fh)
         events = read_events(events_path)
         if any(e["kind"] == "start_failed" for e in events):
             return 2
@@ -209,10 +218,12 @@ def run(argv: list[str], *, module: bool, fmt: str, out: TextIO, findings_file: 
             static.note = ""
         sig = signal.Signals(-rc).name if rc < 0 else None
         result = correlate(
-            findings, events, env_rules=plan.env, cwd=os.getcwd(), returncode=rc if rc >= 0 else None,
+            findings, events, env_rules=plan["env"], cwd=os.getcwd(), returncode=rc if rc >= 0 else None,
             signal_name=sig, nvml_why=nvml_why, static_note=static.note,
         )
         report.write(result, command, fmt, out)
         return 1 if result.confirmed else 0
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        for name in os.listdir(tmp):
+            os.unlink(os.path.join(tmp, name))
+        os.rmdir(tmp)

@@ -1,19 +1,22 @@
 """Per-process tracer state shared by the hooks: the event writer and what has initialized CUDA."""
 from __future__ import annotations
 
-import os
 import threading
-from typing import Any
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs the traced program's start-up
+
+if TYPE_CHECKING:
+    from typing import Any
 
 from cudalint.trace.events import EventWriter
 
 
 class TraceState:
-    def __init__(self, writer: EventWriter, *, driver_present: bool) -> None:
+    def __init__(self, writer: EventWriter) -> None:
         self.writer = writer
-        # the parent found libcuda.so.1 on this machine; without it the probe cannot say anything
-        # and "initialized" means "a catalogued initializing call ran" (call order only)
-        self.driver_present = driver_present
+        # is libcuda.so.1 on this machine? Without it the probe cannot say anything and
+        # "initialized" means "a catalogued initializing call ran" (call order only). Decided at the
+        # first probe (fork or exit), so programs that never fork do not pay for ctypes at start.
+        self.driver_present: bool | None = None
         self.first_init: dict[str, Any] | None = None
         self.done: set[str] = set()  # APIs whose first call is recorded (per process)
         self.local = threading.local()  # .depth: inside an init wrapper (nested calls not recorded)
@@ -28,10 +31,12 @@ class TraceState:
 
     def cuda_initialized(self) -> tuple[bool, str]:
         """(initialized?, how we know): the libcuda probe where a driver exists, else call order."""
-        if self.driver_present:
-            from cudalint.trace.nvml import driver_state
+        from cudalint.trace import nvml
 
-            state = driver_state()
+        if self.driver_present is None:
+            self.driver_present = nvml.driver_installed()
+        if self.driver_present:
+            state = nvml.driver_state()
             if state in ("initialized", "not-initialized", "not-loaded"):
                 return state == "initialized", "libcuda probe: " + state
         return self.first_init is not None, "call order"
@@ -42,6 +47,3 @@ class TraceState:
         self.done = set()
         self.local = threading.local()
 
-
-def env_snapshot(names: list[str]) -> dict[str, str | None]:
-    return {n: os.environ.get(n) for n in names}

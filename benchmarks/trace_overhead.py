@@ -1,0 +1,84 @@
+#!/usr/bin/env python
+"""Overhead of `cudalint --trace` (not a test): a CPU-bound torch program, traced vs. untraced.
+
+    PYTHONPATH=. python benchmarks/trace_overhead.py [--repeat 5] [--seconds 3]
+
+Reports the median wall time of each, their ratio (goal: < 1.05), and the start-up cost: tracing
+an empty program vs. running it (goal: < 150 ms). The traced run includes everything the user waits
+for: the parent process, the hooks, the report.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+WORK = textwrap.dedent("""
+    import os, sys, time
+    import torch
+
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    n = int(sys.argv[1])
+    a = torch.randn(96, 96)
+    model = torch.nn.Sequential(torch.nn.Linear(96, 96), torch.nn.ReLU(), torch.nn.Linear(96, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for step in range(n):
+        # a training-loop shape: many small ops, Python in between, a few catalogue calls
+        if step % 100 == 0:
+            torch.cuda.is_available()
+            torch.cuda.device_count()
+        x = a @ a.T
+        loss = model(x).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    print(float(loss))
+""")
+
+
+def timed(cmd: list[str], cwd: str) -> float:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
+    t = time.perf_counter()
+    subprocess.run(cmd, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--seconds", type=float, default=3.0, help="approximate untraced run time")
+    args = ap.parse_args()
+    py = sys.executable
+    trace = [py, "-m", "cudalint.trace", "-o", os.devnull]
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "work.py"), "w") as fh:
+            fh.write(WORK)
+        with open(os.path.join(tmp, "empty.py"), "w") as fh:
+            fh.write("pass\n")
+        # calibrate the step count to about --seconds
+        t = timed([py, "work.py", "200"], tmp)
+        steps = max(200, int(200 * args.seconds / max(t - 0.5, 0.05)))
+        plain, traced, e_plain, e_traced = [], [], [], []
+        for _ in range(args.repeat):  # interleaved, so drift hits both equally
+            plain.append(timed([py, "work.py", str(steps)], tmp))
+            traced.append(timed([*trace, "work.py", str(steps)], tmp))
+            e_plain.append(timed([py, "empty.py"], tmp))
+            e_traced.append(timed([*trace, "empty.py"], tmp))
+    mp, mt = statistics.median(plain), statistics.median(traced)
+    sp, st = statistics.median(e_plain), statistics.median(e_traced)
+    print(f"python {sys.version.split()[0]}, torch program, {steps} steps, {args.repeat} runs each (median)")
+    print(f"untraced {mp:.3f} s   traced {mt:.3f} s   ratio {mt / mp:.3f}   (goal < 1.05)")
+    print(f"start-up: empty program {sp * 1000:.0f} ms untraced, {st * 1000:.0f} ms traced, "
+          f"+{(st - sp) * 1000:.0f} ms   (goal < 150 ms)")
+
+
+if __name__ == "__main__":
+    main()
