@@ -121,3 +121,11 @@ def test_without_nvml_the_report_says_call_order_only():
     r = correlate([], ev, env_rules=[], cwd="/p", returncode=0, nvml_why="nvidia-ml-py is not installed")
     assert r.gpu is None
     assert r.basis == "call order only (nvidia-ml-py is not installed)"
+
+
+def test_the_programs_own_sample_at_exit_counts():
+    ev = _events(["1"], [1])
+    ev.insert(2, {"kind": "nvml", "source": "exit", "pid": 1, "gpus": {"0": 1 << 20}, "seq": 0})
+    ev = [dict(e, seq=i) for i, e in enumerate(ev)]
+    r = correlate([], ev, env_rules=[], cwd="/p", returncode=0)
+    assert r.gpu.message == "expected GPU 1 only (CUDA_VISIBLE_DEVICES='1'); the process used GPUs 0 and 1"

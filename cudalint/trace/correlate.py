@@ -322,7 +322,11 @@ def _gpu_check(events: Sequence[dict[str, Any]], nvml_why: str) -> tuple[GpuChec
         why = nvml_why or "NVML was not sampled"
         return None, f"call order only ({why})"
     devices = [Gpu(**d) for d in summary.get("devices", [])]
-    used = tuple(sorted(int(k) for k in summary.get("used", {})))
+    seen = set(summary.get("used", {}))
+    for e in events:  # the program's own look at exit (a short run can end between two polls)
+        if e["kind"] == "nvml":
+            seen.update(e.get("gpus", {}))
+    used = tuple(sorted(int(k) for k in seen))
     cvd = final_env(events, "CUDA_VISIBLE_DEVICES")
     order = final_env(events, "CUDA_DEVICE_ORDER")
     expected, notes = expected_gpus(cvd, devices, order)

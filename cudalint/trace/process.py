@@ -82,6 +82,14 @@ def install_exit_hook(state: TraceState, env_names: list[str]) -> None:
             initialized, how = state.cuda_initialized()
             state.emit("exit", env={n: os.environ.get(n) for n in env_names},
                        cuda_initialized=initialized, evidence=how)
+            if initialized and state.driver_present:
+                # the last look from inside: the parent's sampler polls, and a short program can
+                # end between two polls. NVML does not initialize CUDA (knowledge.md §5).
+                from cudalint.trace import nvml
+
+                backend, _ = nvml.open_backend()
+                if backend is not None:
+                    state.emit("nvml", source="exit", gpus={str(k): v for k, v in nvml.sample(backend, {pid}).items()})
         except Exception:
             pass
 
