@@ -131,9 +131,12 @@ touches_context = true
 FAKE_LIB = """
 import threading
 inside = threading.Barrier(2, timeout=10)
+building = threading.Barrier(2, timeout=10)
 
 class Model:
     def __init__(self, path):
+        if path.startswith("sync"):
+            building.wait()    # both threads are constructing at the same time
         self.path = path
 
     def run(self, prompt):
@@ -216,3 +219,29 @@ def test_text_report(tmp_path):
         "prog.py:2:1: CUD001 [refuted] CUDA_VISIBLE_DEVICES is set after CUDA was initialized\n"
         "    CUDA_VISIBLE_DEVICES='0' was written at prog.py:2 before any CUDA initialization; nothing initialized CUDA\n"
         "1 refuted\n")
+
+
+def test_concurrent_construction_is_reported(tmp_path, tracer):
+    lib = tmp_path / "site-packages" / "fakellm"
+    lib.mkdir(parents=True)
+    (lib / "__init__.py").write_text(FAKE_LIB)
+    (tmp_path / "fake.toml").write_text(FAKE_CATALOGUE)
+    write_program(tmp_path, """
+        import threading
+        from fakellm import Model
+
+        def load(name):
+            Model(name)
+
+        threads = [threading.Thread(target=load, args=(f"sync-{i}",)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    """)
+    env = child_env()
+    env["PYTHONPATH"] += ":" + str(lib.parent)
+    r = tracer(tmp_path, ["prog.py"], [], extra=["--catalogue", str(tmp_path / "fake.toml")], env=env)
+    assert r.returncode == 1
+    assert r.runtime() == [("CUD101", "prog.py", 5)]
+    assert r.report["runtime_findings"][0]["message"] == "Model objects are constructed in several threads at the same time"
