@@ -74,6 +74,13 @@ def main(argv: list[str]) -> None:
                 env={n: os.environ.get(n) for n in env_names}, python=sys.version.split()[0],
                 ppid=os.getppid())
 
+    # hooks first: `-m pkg.mod` imports pkg (and whatever it imports) while looking for the module
+    process.install_env_hook(state, env_names)
+    process.install_fork_hooks(state)
+    process.install_exit_hook(state, env_names)
+    hooks.install(state, plan)
+    writer.emit("ready")
+
     # `python -P` (safe_path) puts no program directory on sys.path; otherwise -c left '' there
     set_path0 = bool(sys.path) and sys.path[0] == "" and not getattr(sys.flags, "safe_path", False)
     if mode == "module":
@@ -97,11 +104,6 @@ def main(argv: list[str]) -> None:
         else:
             sys.path[0] = os.path.dirname(os.path.realpath(target))
 
-    process.install_env_hook(state, env_names)
-    process.install_fork_hooks(state)
-    process.install_exit_hook(state, env_names)
-    hooks.install(state, plan)
-    writer.emit("ready")
 
     sys.argv = [target, *args]
     try:
