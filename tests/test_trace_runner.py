@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from tests.conftest import ROOT, child_env, write_program
+from tests.conftest import child_env, write_program
 from tests.support.static import finding
 
 SHOW = """

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 import zlib
-from typing import TYPE_CHECKING, Any, Sequence
 
+TYPE_CHECKING = False  # typing's import is start-up time the program waits for
 if TYPE_CHECKING:
+    from typing import Any, Sequence
+
     from cudalint.catalogue import Api, Catalogue
 
 

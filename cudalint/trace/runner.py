@@ -13,12 +13,14 @@ import subprocess
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Sequence, TextIO
 
 from cudalint.trace import BOOT, CONFIG_VAR
 from cudalint.trace.plan import cached_plan
 
+TYPE_CHECKING = False  # typing's import is start-up time the program waits for
 if TYPE_CHECKING:
+    from typing import Any, Sequence, TextIO
+
     from cudalint.findings import Finding
 
 # Everything else is imported once the child runs: the program should not wait for the report code.
