@@ -65,3 +65,15 @@ def test_concurrent_construction_is_a_runtime_finding():
     assert [(x.code, x.line, x.message, x.evidence) for x in r.runtime] == [
         ("CUD101", 7, "Llama objects are constructed in several threads at the same time",
          "threads 't1' (a.py:7) and 't2' (a.py:7) were constructing Llama objects at the same time")]
+
+
+def test_the_driver_probe_overrides_call_order_where_a_driver_exists():
+    f = [finding("CUD001", "a.py", 3, "CUDA_VISIBLE_DEVICES is set after CUDA was initialized")]
+    # is_available() ran, but with PYTORCH_NVML_BASED_CUDA_CHECK=1 the driver was not initialized
+    r = run([init(1, 2), dict(env(1, 3), driver="not-initialized")], f)
+    assert r.verdicts[0].status == "refuted"
+    # nothing the catalogue knows ran, but the driver says it is initialized
+    r = run([dict(env(1, 3), driver="initialized")], f)
+    assert (r.verdicts[0].status, r.verdicts[0].evidence) == (
+        "confirmed", "the libcuda probe found the driver initialized (by a call the catalogue does not list) "
+                     "before CUDA_VISIBLE_DEVICES='1' was written at a.py:3")

@@ -75,7 +75,8 @@ def main(argv: list[str]) -> None:
                 ppid=os.getppid())
 
     # hooks first: `-m pkg.mod` imports pkg (and whatever it imports) while looking for the module
-    process.install_env_hook(state, env_names)
+    driver_vars = [e["name"] for e in plan["env"] if e["frozen_by"] == "init:driver"]
+    process.install_env_hook(state, env_names, driver_vars)
     process.install_fork_hooks(state)
     process.install_exit_hook(state, env_names)
     hooks.install(state, plan)

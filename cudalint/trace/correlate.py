@@ -135,6 +135,13 @@ class _Timeline:
 def _freezer(tl: _Timeline, write: dict[str, Any], frozen_by: str) -> dict[str, Any] | None:
     """The earliest event that had fixed this variable before the write, if any."""
     how, _, what = frozen_by.partition(":")
+    probe = write.get("driver")  # the libcuda probe at the moment of the write, where a driver exists
+    if how == "init" and what == "driver" and probe is not None:
+        if probe != "initialized":
+            return None
+        first = next((e for e in tl.visible(write["pid"], write["seq"])
+                      if e["kind"] == "init" and e.get("init") in INIT_LEVELS), None)
+        return first or {"kind": "probe", "site": None}
     for e in tl.visible(write["pid"], write["seq"]):
         if how == "init" and e["kind"] == "init" and e.get("init") in INIT_LEVELS:
             if what == "driver" or e.get("library") == what:
@@ -145,6 +152,8 @@ def _freezer(tl: _Timeline, write: dict[str, Any], frozen_by: str) -> dict[str, 
 
 
 def _cause(e: dict[str, Any], cwd: str) -> str:
+    if e["kind"] == "probe":
+        return "the libcuda probe found the driver initialized (by a call the catalogue does not list)"
     if e["kind"] == "import":
         return f"import {e['module']} " + ("(before the program started)" if e.get("preloaded") else f"at {_at(e.get('site'), cwd)}")
     text = f"{e.get('call') or e['api']} ran at {_at(e.get('site'), cwd)}"

@@ -25,8 +25,9 @@ def _text(value: Any) -> str:
     return os.fsdecode(value) if isinstance(value, (bytes, bytearray)) else str(value)
 
 
-def install_env_hook(state: TraceState, watched: Iterable[str]) -> None:
+def install_env_hook(state: TraceState, watched: Iterable[str], driver_vars: Iterable[str] = ()) -> None:
     keep_value = frozenset(watched)
+    probe_on = frozenset(driver_vars)  # variables the driver reads at cuInit: ask the driver itself
 
     def hook(event: str, args: tuple) -> None:
         if event not in _WANTED:
@@ -41,6 +42,18 @@ def install_env_hook(state: TraceState, watched: Iterable[str]) -> None:
                     fields["value"] = _text(args[1])
             else:
                 fields["op"] = "unset"
+            if key in probe_on:
+                if state.driver_present is None:
+                    from cudalint.trace import nvml
+
+                    state.driver_present = nvml.driver_installed()
+                if state.driver_present:
+                    from cudalint.trace import nvml
+
+                    # where a driver exists its own answer beats call order: an API the catalogue
+                    # calls initializing may not have run cuInit (PYTORCH_NVML_BASED_CUDA_CHECK=1),
+                    # or a call the catalogue does not know may have
+                    fields["driver"] = nvml.driver_state()
             state.emit("env", **fields)
         except Exception:
             pass  # an audit hook that raises would make the user's os.environ write fail
