@@ -245,3 +245,25 @@ def test_concurrent_construction_is_reported(tmp_path, tracer):
     assert r.returncode == 1
     assert r.runtime() == [("CUD101", "prog.py", 5)]
     assert r.report["runtime_findings"][0]["message"] == "Model objects are constructed in several threads at the same time"
+
+
+def test_find_spec_availability_checks_are_not_imports(tmp_path, tracer):
+    lib = tmp_path / "site-packages" / "cupy"
+    lib.mkdir(parents=True)
+    (lib / "__init__.py").write_text("")
+    write_program(tmp_path, """
+        import importlib.util
+        import os
+        has_cupy = importlib.util.find_spec("cupy") is not None
+        os.environ["CUPY_ACCELERATORS"] = "cub"
+        import cupy
+        os.environ["CUPY_ACCELERATORS"] = "cutensor"
+    """)
+    env = child_env()
+    env["PYTHONPATH"] += ":" + str(lib.parent)
+    r = tracer(tmp_path, ["prog.py"], [], env=env)
+    assert r.runtime() == [("CUD002", "prog.py", 6)]
+    assert r.report["runtime_findings"][0]["evidence"] == (
+        "import cupy at prog.py:5 before CUPY_ACCELERATORS='cutensor' was written at prog.py:6")
+    assert r.report["runtime_findings"][0]["message"] == (
+        "CUPY_ACCELERATORS is written after import cupy read it; the change has no effect")

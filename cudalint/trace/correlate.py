@@ -276,8 +276,11 @@ def correlate(
             rule = env_by_name[e["key"]]
             cause = _freezer(tl, e, rule["frozen_by"])
             if cause is not None:
+                how, _, what = rule["frozen_by"].partition(":")
+                when = ("CUDA was initialized" if (how, what) == ("init", "driver")
+                        else f"{what} initialized CUDA" if how == "init" else f"import {what} read it")
                 add(rule.get("rule", "CUD001"), e.get("site"),
-                    f"{e['key']} is written after CUDA was initialized; the change has no effect",
+                    f"{e['key']} is written after {when}; the change has no effect",
                     f"{_cause(cause, cwd)} before {_written(e, cwd)}")
         elif e["kind"] == "fork" and e.get("cuda_initialized"):
             add("CUD005", e.get("site"), "fork after CUDA was initialized in the parent; CUDA is unusable in the child",

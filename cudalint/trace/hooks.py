@@ -112,11 +112,14 @@ def _resolve(module: Any, rest: tuple[str, ...]) -> tuple[Any, str, Any] | None:
 
 
 class _ChainedLoader:
-    """Runs the real loader, then tells the installer. The real loader is put back on the module
-    and its spec before the module body runs, so code that inspects `__loader__` sees the usual one."""
+    """Runs the real loader between the installer's callbacks. The real loader is put back on the
+    module and its spec before the module body runs, so code that inspects `__loader__` sees the
+    usual one. `before` runs here rather than in find_spec because `importlib.util.find_spec`
+    (availability checks) asks the finders too, without importing anything."""
 
-    def __init__(self, loader: Any, after: Callable[[Any], None]) -> None:
+    def __init__(self, loader: Any, before: Callable[[], None], after: Callable[[Any], None]) -> None:
         self._loader = loader
+        self._before = before
         self._after = after
 
     def __getattr__(self, name: str) -> Any:
@@ -133,6 +136,7 @@ class _ChainedLoader:
                 module.__spec__.loader = self._loader
         except (AttributeError, TypeError):
             pass
+        self._before()
         self._loader.exec_module(module)
         self._after(sys.modules.get(module.__name__, module))
 
@@ -162,11 +166,15 @@ class Finder:
             self._busy.on = False
         if spec is None:
             return None
-        for callback in self.installer.on_import_start.get(name, ()):
-            callback()
         loader = spec.loader
-        if name in self.installer.pending and loader is not None and hasattr(loader, "exec_module"):
-            spec.loader = _ChainedLoader(loader, lambda m: self.installer.loaded(name, m))
+        if loader is not None and hasattr(loader, "exec_module"):
+            inst = self.installer
+
+            def before() -> None:
+                for callback in inst.on_import_start.get(name, ()):
+                    callback()
+
+            spec.loader = _ChainedLoader(loader, before, lambda m: inst.loaded(name, m))
         return spec
 
 
