@@ -2,8 +2,9 @@
 
 Started by the parent as `python <flags> -c <BOOT> <script|module> args...` with the configuration
 in the CUDALINT_TRACE environment variable, which is removed before the program starts (the program
-sees the environment it would have seen). `runpy` gives `__name__ == "__main__"`, `sys.argv` and
-`sys.path[0]` as `python script.py` / `python -m module` set them; an uncaught exception is shown
+sees the environment it would have seen). A script runs in the real `__main__` module as
+`python script.py` runs it, a module through runpy's `_run_module_as_main` as `python -m` does, with
+`sys.argv` and `sys.path[0]` as python sets them; an uncaught exception is shown
 through `sys.excepthook` with the cudalint and runpy frames cut off, and Ctrl-C ends the process
 by SIGINT as CPython does.
 """
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import runpy
 import sys
 
 from cudalint.trace import CONFIG_VAR, hooks, process
@@ -23,10 +23,9 @@ START_FAILED = 2
 
 
 def _trim(tb):  # type: ignore[no-untyped-def]
-    runpy_file = runpy.__file__.rstrip("c")
     while tb is not None:
         fn = tb.tb_frame.f_code.co_filename
-        if fn.startswith(_PKG_DIR + os.sep) or fn == runpy_file or fn.startswith("<frozen runpy"):
+        if fn.startswith(_PKG_DIR + os.sep) or os.path.basename(fn) == "runpy.py" or fn.startswith("<frozen runpy"):
             tb = tb.tb_next
         else:
             break
@@ -108,6 +107,8 @@ def main(argv: list[str]) -> None:
 
     sys.argv = [target, *args]
     try:
+        if mode == "module" or os.path.isdir(target) or not target.endswith((".py", ".pyw")) and _is_zip(target):
+            import runpy  # only here: a plain script does not pay for its import
         if mode == "module":
             run_as_main = getattr(runpy, "_run_module_as_main", None)  # what `python -m` calls
             if run_as_main is not None:

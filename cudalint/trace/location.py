@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import sys
-import sysconfig
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs the traced program's start-up
 if TYPE_CHECKING:
     from typing import Any
@@ -14,12 +13,10 @@ _PKG_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # .../c
 
 
 def _library_prefixes() -> tuple[str, ...]:
-    paths = sysconfig.get_paths()
-    prefixes = {_PKG_DIR + os.sep}
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        p = paths.get(key)
-        if p:
-            prefixes.add(os.path.realpath(p) + os.sep)
+    # the standard library is where `os` lives (lib-dynload is inside it); installed packages are
+    # recognised by their site-packages/dist-packages directory below. (sysconfig would say the
+    # same at a start-up cost the traced program would pay.)
+    prefixes = {_PKG_DIR + os.sep, os.path.dirname(os.path.realpath(os.__file__)) + os.sep}
     return tuple(sorted(prefixes))
 
 
