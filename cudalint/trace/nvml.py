@@ -1,12 +1,9 @@
 """The driver and NVML boundary, kept thin: everything here talks to libcuda/NVML or is a pure
-helper on what they returned. Tests replace `NvmlBackend` and the probe function with a small double
+helper on what they returned. Tests replace `NvmlBackend` and the probe's `cdll` with a small double
 (there is no GPU on the test machines); `scripts/gpu-check` exercises the real path on a GPU box.
 
-* `driver_state()` runs inside the traced process: `dlopen("libcuda.so.1", RTLD_NOLOAD)` finds the
-  driver only if something already loaded it; `cuDeviceGetCount` returns 3
-  (CUDA_ERROR_NOT_INITIALIZED) until `cuInit` ran. Neither call initializes anything
-  (knowledge.md §6). In a child forked from an initialized parent it also says 3, which is why the
-  fork hook reports the parent's state.
+* `driver_state()` (in `probe.py`, so the traced program imports nothing more) runs inside the
+  traced process: side-effect free `RTLD_NOLOAD` + `cuDeviceGetCount` (3 = not initialized).
 * `Sampler` runs in the cudalint parent, not in the program: it asks NVML which physical GPUs hold
   a compute context of the traced process (or its children) and with how much memory, so the
   program gets no extra thread and a crash cannot lose the samples already written.
@@ -18,28 +15,11 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
-CUDA_ERROR_NOT_INITIALIZED = 3
+from cudalint.trace.probe import CUDA_ERROR_NOT_INITIALIZED, driver_installed, driver_state
 
-
-def driver_state(cdll: Callable[..., Any] | None = None) -> str:
-    """"not-loaded" | "not-initialized" | "initialized" | "error:<code>" (no side effects)."""
-    import ctypes
-
-    load = cdll or ctypes.CDLL
-    try:
-        lib = load("libcuda.so.1", mode=getattr(os, "RTLD_NOLOAD", 4))
-    except OSError:
-        return "not-loaded"
-    count = ctypes.c_int(0)
-    try:
-        rc = lib.cuDeviceGetCount(ctypes.byref(count))
-    except (AttributeError, OSError):
-        return "error:no-symbol"
-    if rc == 0:
-        return "initialized"
-    if rc == CUDA_ERROR_NOT_INITIALIZED:
-        return "not-initialized"
-    return f"error:{rc}"
+__all__ = ["CUDA_ERROR_NOT_INITIALIZED", "Gpu", "NvmlBackend", "PynvmlBackend", "Sampler", "describe",
+           "descendants", "driver_installed", "driver_present", "driver_state", "expected_gpus",
+           "open_backend", "sample"]
 
 
 def driver_present() -> bool:
@@ -51,23 +31,6 @@ def driver_present() -> bool:
     except OSError:
         return False
     return True
-
-
-def driver_installed() -> bool:
-    """Is libcuda.so.1 on this machine, found without loading it? (Used inside the traced program,
-    where dlopen-ing the driver would change the process.) The loader's cache, LD_LIBRARY_PATH and
-    the usual container mount points."""
-    name = "libcuda.so.1"
-    dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d]
-    dirs += ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
-             "/usr/local/nvidia/lib64", "/usr/lib/wsl/lib"]
-    if any(os.path.exists(os.path.join(d, name)) for d in dirs):
-        return True
-    try:
-        with open("/etc/ld.so.cache", "rb") as fh:
-            return name.encode() in fh.read()
-    except OSError:
-        return False
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs the 
 if TYPE_CHECKING:
     from typing import Any, Iterable
 
-from cudalint.trace import concurrency
+from cudalint.trace import concurrency, probe
 from cudalint.trace.location import sites
 from cudalint.trace.state import TraceState
 
@@ -42,18 +42,11 @@ def install_env_hook(state: TraceState, watched: Iterable[str], driver_vars: Ite
                     fields["value"] = _text(args[1])
             else:
                 fields["op"] = "unset"
-            if key in probe_on:
-                if state.driver_present is None:
-                    from cudalint.trace import nvml
-
-                    state.driver_present = nvml.driver_installed()
-                if state.driver_present:
-                    from cudalint.trace import nvml
-
-                    # where a driver exists its own answer beats call order: an API the catalogue
-                    # calls initializing may not have run cuInit (PYTORCH_NVML_BASED_CUDA_CHECK=1),
-                    # or a call the catalogue does not know may have
-                    fields["driver"] = nvml.driver_state()
+            if key in probe_on and state.driver_present:
+                # where a driver exists its own answer beats call order: an API the catalogue
+                # calls initializing may not have run cuInit (PYTORCH_NVML_BASED_CUDA_CHECK=1),
+                # or a call the catalogue does not know may have
+                fields["driver"] = probe.driver_state()
             state.emit("env", **fields)
         except Exception:
             pass  # an audit hook that raises would make the user's os.environ write fail

@@ -7,6 +7,7 @@ TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs the 
 if TYPE_CHECKING:
     from typing import Any
 
+from cudalint.trace import probe
 from cudalint.trace.events import EventWriter
 
 
@@ -14,9 +15,11 @@ class TraceState:
     def __init__(self, writer: EventWriter) -> None:
         self.writer = writer
         # is libcuda.so.1 on this machine? Without it the probe cannot say anything and
-        # "initialized" means "a catalogued initializing call ran" (call order only). Decided at the
-        # first probe (fork or exit), so programs that never fork do not pay for ctypes at start.
-        self.driver_present: bool | None = None
+        # "initialized" means "a catalogued initializing call ran" (call order only). With it, ctypes
+        # is imported now: the probe runs in fork handlers, where importing is not safe.
+        self.driver_present = probe.driver_installed()
+        if self.driver_present:
+            import ctypes  # noqa: F401
         self.first_init: dict[str, Any] | None = None
         self.done: set[str] = set()  # APIs whose first call is recorded (per process)
         self.local = threading.local()  # .depth: inside an init wrapper (nested calls not recorded)
@@ -31,12 +34,8 @@ class TraceState:
 
     def cuda_initialized(self) -> tuple[bool, str]:
         """(initialized?, how we know): the libcuda probe where a driver exists, else call order."""
-        from cudalint.trace import nvml
-
-        if self.driver_present is None:
-            self.driver_present = nvml.driver_installed()
         if self.driver_present:
-            state = nvml.driver_state()
+            state = probe.driver_state()
             if state in ("initialized", "not-initialized", "not-loaded"):
                 return state == "initialized", "libcuda probe: " + state
         return self.first_init is not None, "call order"
