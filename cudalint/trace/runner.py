@@ -213,6 +213,10 @@ def run(argv: list[str], *, module: bool, fmt: str, out: TextIO, findings_file: 
         events = read_events(events_path)
         if any(e["kind"] == "start_failed" for e in events):
             return 2
+        if not any(e["kind"] == "start" for e in events):
+            # the bootstrap never ran (an interpreter that cannot import cudalint, a bad flag)
+            print(f"cudalint: the traced program did not start (status {rc}); see the errors above", file=sys.stderr)
+            return 2
         seen = _user_files(events) - ({os.path.realpath(entry)} if entry else set())
         findings = static.finish(sorted(seen))
         if findings_file:
@@ -229,3 +233,5 @@ def run(argv: list[str], *, module: bool, fmt: str, out: TextIO, findings_file: 
         for name in os.listdir(tmp):
             os.unlink(os.path.join(tmp, name))
         os.rmdir(tmp)
+        if os.path.basename(plan_path).startswith("cudalint-plan-"):  # the uncached fallback copy
+            os.unlink(plan_path)
