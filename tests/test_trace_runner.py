@@ -267,3 +267,15 @@ def test_find_spec_availability_checks_are_not_imports(tmp_path, tracer):
         "import cupy at prog.py:5 before CUPY_ACCELERATORS='cutensor' was written at prog.py:6")
     assert r.report["runtime_findings"][0]["message"] == (
         "CUPY_ACCELERATORS is written after import cupy read it; the change has no effect")
+
+
+def test_cudalint_cli_entry_point(tmp_path, capsys, monkeypatch):
+    """`cudalint --trace ...` hands its argv to run_from_cli (the main CLI's wiring)."""
+    from cudalint.trace import run_from_cli
+
+    write_program(tmp_path, "print('hi')\n")
+    monkeypatch.chdir(tmp_path)
+    assert run_from_cli(["--trace", "--format", "json", "-o", "r.json", "prog.py"]) == 0
+    assert json.loads((tmp_path / "r.json").read_text())["program"]["command"] == ["python", "prog.py"]
+    assert run_from_cli(["--trace=prog.py"]) == 0
+    assert run_from_cli(["--trace"]) == 2

@@ -34,3 +34,10 @@ def run(argv: list[str], *, module: bool, fmt: str = "text", out: "TextIO | None
 
     return _run(argv, module=module, fmt=fmt, out=out if out is not None else sys.stdout,
                 findings_file=findings_file, catalogue=catalogue, events_file=events_file)
+
+
+def run_from_cli(argv: list[str]) -> int:
+    """`cudalint --trace ...` (argv from `--trace` on): parse the tracer's options, then `run`."""
+    from cudalint.trace.cli import run_from_cli as _run_from_cli
+
+    return _run_from_cli(argv)

@@ -76,13 +76,19 @@ class _Static:
         self.lint: Any = None
         self._thread: threading.Thread | None = None
 
-    def start(self, paths: list[str]) -> None:
+    def start(self, paths: list[str], catalogue: Sequence[str] = ()) -> None:
         try:
             from cudalint.api import lint_paths  # the analyzer (lead's package)
         except ImportError:
             self.note = "unavailable (cudalint.api is not installed); only runtime findings are shown"
             return
-        self.lint = lint_paths
+        if catalogue:  # the analyzer must read the same extra catalogue as the hooks
+            from cudalint.config import Config
+
+            config = Config(extend_catalogue=tuple(catalogue))
+            self.lint = lambda p: lint_paths(p, config)
+        else:
+            self.lint = lint_paths
         self._thread = threading.Thread(target=self._run, args=(paths,), daemon=True, name="cudalint-static")
         self._thread.start()
 
@@ -188,7 +194,7 @@ def run(argv: list[str], *, module: bool, fmt: str, out: TextIO, findings_file: 
         try:
             # while the program runs: the analyzer, NVML, and the modules the report needs
             if not findings_file:
-                static.start([entry] if entry else [])
+                static.start([entry] if entry else [], catalogue)
             import json
 
             from cudalint.trace import nvml, report
