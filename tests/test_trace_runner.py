@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 from tests.conftest import child_env, write_program
 from tests.support.static import finding
@@ -80,8 +79,8 @@ def _start_traced(tmp_path, prog: str):
 WAIT = """
     import os, sys, time
     os.environ["CUDA_VISIBLE_DEVICES"] = "0"
-    print("ready", flush=True)
     try:
+        print("ready", flush=True)
         time.sleep(60)
     except KeyboardInterrupt:
         print("interrupted", flush=True)
@@ -100,7 +99,6 @@ def test_sigterm_reaches_the_program(tmp_path):
 
 def test_sigint_reaches_the_program_as_keyboard_interrupt(tmp_path):
     proc, report = _start_traced(tmp_path, WAIT)
-    time.sleep(0.2)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert out == "interrupted\n"
