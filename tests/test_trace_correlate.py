@@ -54,7 +54,8 @@ def test_write_in_a_loop_is_confirmed_by_any_late_iteration():
     r = run([env(1, 4, value="0"), init(1, 2), env(1, 4, value="1")],
             [finding("CUD001", "a.py", 4, "CUDA_VISIBLE_DEVICES is set after CUDA was initialized")])
     assert r.verdicts[0].status == "confirmed"
-    assert r.verdicts[0].evidence == "torch.cuda.is_available() ran at a.py:2 before CUDA_VISIBLE_DEVICES='1' was written at a.py:4"
+    assert r.verdicts[0].evidence == (
+        "torch.cuda.is_available() ran at a.py:2 before CUDA_VISIBLE_DEVICES='1' was written at a.py:4")
 
 
 def test_concurrent_construction_is_a_runtime_finding():

@@ -10,9 +10,11 @@ Importing this package imports nothing else, so the traced child starts quickly.
 from __future__ import annotations
 
 import sys
+
 TYPE_CHECKING = False  # importing typing here would cost the traced program's start-up
 if TYPE_CHECKING:
     from typing import Sequence, TextIO
+
 
 # the child's configuration travels in this variable; the bootstrap removes it before the program runs
 CONFIG_VAR = "CUDALINT_TRACE"

@@ -7,9 +7,11 @@ string (str values as they are, other values by `str()`, so `torch.device("cuda:
 from __future__ import annotations
 
 import fnmatch
+
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs the traced program's start-up
 if TYPE_CHECKING:
     from typing import Any, Sequence
+
 
 _MISSING = object()
 

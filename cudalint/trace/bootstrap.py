@@ -104,7 +104,6 @@ def main(argv: list[str]) -> None:
         else:
             sys.path[0] = os.path.dirname(os.path.realpath(target))
 
-
     sys.argv = [target, *args]
     try:
         if mode == "module" or os.path.isdir(target) or not target.endswith((".py", ".pyw")) and _is_zip(target):
@@ -135,4 +134,3 @@ def main(argv: list[str]) -> None:
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGINT)
         sys.exit(1)
-

@@ -16,12 +16,13 @@ from __future__ import annotations
 import functools
 import threading
 import types
-TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs the traced program's start-up
-if TYPE_CHECKING:
-    from typing import Any, Callable, Generator
 
 from cudalint.trace.location import sites
 from cudalint.trace.state import TraceState
+
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs the traced program's start-up
+if TYPE_CHECKING:
+    from typing import Any, Callable, Generator
 
 _lock = threading.Lock()
 # id(instance) -> {thread ident: [depth, method, site, thread name]}

@@ -155,7 +155,8 @@ def _cause(e: dict[str, Any], cwd: str) -> str:
     if e["kind"] == "probe":
         return "the libcuda probe found the driver initialized (by a call the catalogue does not list)"
     if e["kind"] == "import":
-        return f"import {e['module']} " + ("(before the program started)" if e.get("preloaded") else f"at {_at(e.get('site'), cwd)}")
+        where = "(before the program started)" if e.get("preloaded") else f"at {_at(e.get('site'), cwd)}"
+        return f"import {e['module']} {where}"
     text = f"{e.get('call') or e['api']} ran at {_at(e.get('site'), cwd)}"
     caller = e.get("caller")
     if caller and e.get("site") and (caller["path"], caller["line"]) != (e["site"]["path"], e["site"]["line"]):
@@ -217,19 +218,22 @@ def _conc_text(e: dict[str, Any], cwd: str) -> str:
     return (f"threads {a['name']!r} ({a['method']} at {_at(a['site'], cwd)}) and {b['name']!r} "
             f"({b['method']} at {_at(b['site'], cwd)}) were {what} the same {cls} at the same time"
             if e["kind"] == "concurrent" else
-            f"threads {a['name']!r} ({_at(a['site'], cwd)}) and {b['name']!r} ({_at(b['site'], cwd)}) were constructing {cls} objects at the same time")
+            f"threads {a['name']!r} ({_at(a['site'], cwd)}) and {b['name']!r} ({_at(b['site'], cwd)}) "
+            f"were constructing {cls} objects at the same time")
 
 
 def _cud101(f: Finding, tl: _Timeline, cwd: str) -> Verdict:
     real = _real(f.path, cwd)
     for e in tl.events:
-        if e["kind"] in ("concurrent", "concurrent_construct") and any(_same_line(t.get("site"), real, f.line) for t in e["threads"]):
+        if e["kind"] in ("concurrent", "concurrent_construct") and any(
+                _same_line(t.get("site"), real, f.line) for t in e["threads"]):
             return Verdict(f, CONFIRMED, _conc_text(e, cwd))
     uses = [e for e in tl.events if e["kind"] == "llama_use" and _same_line(e.get("site"), real, f.line)]
     if not uses:
         return Verdict(f, NOT_REACHED, f"{os.path.relpath(real, cwd)}:{f.line} never ran")
     threads = sorted({e["thread"] for e in uses})
-    return Verdict(f, REFUTED, f"ran in {len(threads)} thread(s) ({', '.join(threads)}) but no two were inside the same context at once in this run")
+    return Verdict(f, REFUTED, f"ran in {len(threads)} thread(s) ({', '.join(threads)}) "
+                               "but no two were inside the same context at once in this run")
 
 
 # -- the whole ----------------------------------------------------------------------------------

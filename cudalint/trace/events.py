@@ -12,9 +12,11 @@ import json
 import os
 import threading
 import time
+
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs the traced program's start-up
 if TYPE_CHECKING:
     from typing import Any, Iterator
+
 
 _FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
 

@@ -17,16 +17,16 @@ import functools
 import json
 import sys
 import threading
-TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs the traced program's start-up
-if TYPE_CHECKING:
-    from typing import Any, Callable
 
 from cudalint.trace import concurrency
 from cudalint.trace.args import applies, short_call
 from cudalint.trace.location import sites
 from cudalint.trace.state import TraceState
 
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs the traced program's start-up
 if TYPE_CHECKING:
+    from typing import Any, Callable
+
     # handler(owner, attr, obj) for one catalogue name; resolved at most once
     Handler = Callable[[Any, str, Any], None]
 
@@ -282,7 +282,8 @@ def install(state: TraceState, plan: dict[str, Any]) -> Installer:
         if entry["kind"] == "import":
             inst.add_import_start(entry["name"], import_init_callback(state, entry))
         else:
-            inst.add(entry["name"], init_handler(state, entry), "init:" + json.dumps({k: v for k, v in entry.items() if k != "name"}, sort_keys=True))
+            role = "init:" + json.dumps({k: v for k, v in entry.items() if k != "name"}, sort_keys=True)
+            inst.add(entry["name"], init_handler(state, entry), role)
     for name in plan.get("touch", ()):
         inst.add(name, concurrency.method_handler(state, name), "touch")
     for name in plan.get("construct", ()):

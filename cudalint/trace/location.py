@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import os
 import sys
+
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs the traced program's start-up
 if TYPE_CHECKING:
     from typing import Any
+
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # .../cudalint
 

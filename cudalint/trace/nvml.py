@@ -184,7 +184,8 @@ def expected_gpus(cvd: str | None, devices: list[Gpu], order: str | None) -> tup
     by_pci = sorted(devices, key=lambda g: g.pci_bus_id.lower())
     if (order or "FASTEST_FIRST") != "PCI_BUS_ID" and cvd and any(t.strip()[:1].isdigit() for t in cvd.split(",")):
         if len({g.name for g in devices}) > 1:
-            notes.append("CUDA_DEVICE_ORDER is not PCI_BUS_ID and the GPUs differ: CUDA's ordinals may not follow PCI order (assumed here)")
+            notes.append("CUDA_DEVICE_ORDER is not PCI_BUS_ID and the GPUs differ: "
+                         "CUDA's ordinals may not follow PCI order (assumed here)")
     if cvd is None:
         return {g.index for g in devices}, notes
     out: list[int] = []

@@ -14,6 +14,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable
 
+
 CUDA_ERROR_NOT_INITIALIZED = 3
 
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 import atexit
 import os
 import sys
-TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs the traced program's start-up
-if TYPE_CHECKING:
-    from typing import Any, Iterable
 
 from cudalint.trace import concurrency, probe
 from cudalint.trace.location import sites
 from cudalint.trace.state import TraceState
+
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs the traced program's start-up
+if TYPE_CHECKING:
+    from typing import Any, Iterable
 
 _WANTED = frozenset({"os.putenv", "os.unsetenv"})
 

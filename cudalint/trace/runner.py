@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from cudalint.findings import Finding
 
+
 # Everything else is imported once the child runs: the program should not wait for the report code.
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))

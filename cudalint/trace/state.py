@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import threading
-TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs the traced program's start-up
-
-if TYPE_CHECKING:
-    from typing import Any
 
 from cudalint.trace import probe
 from cudalint.trace.events import EventWriter
+
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs the traced program's start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class TraceState:
@@ -45,4 +45,3 @@ class TraceState:
         # the child inherits CUDA state but its own first calls are new evidence (bad-fork use)
         self.done = set()
         self.local = threading.local()
-
