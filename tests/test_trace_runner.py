@@ -277,3 +277,22 @@ def test_cudalint_cli_entry_point(tmp_path, capsys, monkeypatch):
     assert json.loads((tmp_path / "r.json").read_text())["program"]["command"] == ["python", "prog.py"]
     assert run_from_cli(["--trace=prog.py"]) == 0
     assert run_from_cli(["--trace"]) == 2
+
+
+def test_evidence_survives_sigkill(tmp_path):
+    write_program(tmp_path, """
+        import os, time
+        os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+        print(os.getpid(), flush=True)
+        time.sleep(60)
+    """)
+    report, events = tmp_path / "report.json", tmp_path / "events.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "cudalint.trace", "--format", "json", "-o", str(report),
+                             "--events", str(events), "prog.py"],
+                            cwd=tmp_path, env=child_env(), stdout=subprocess.PIPE, text=True)
+    os.kill(int(proc.stdout.readline()), signal.SIGKILL)
+    proc.communicate(timeout=30)
+    assert json.loads(report.read_text())["program"]["status"] == "was killed by SIGKILL"
+    lines = [json.loads(x) for x in events.read_text().splitlines()]
+    assert [(e["key"], e["value"], e["site"]["line"]) for e in lines if e["kind"] == "env"] == [
+        ("CUDA_VISIBLE_DEVICES", "0", 2)]
