@@ -6,7 +6,6 @@ string (str values as they are, other values by `str()`, so `torch.device("cuda:
 """
 from __future__ import annotations
 
-import fnmatch
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs the traced program's start-up
 if TYPE_CHECKING:
@@ -34,6 +33,8 @@ def _holds(pattern: str, value: Any) -> bool:
         return False
     if pattern == "<int>":
         return isinstance(value, int) and not isinstance(value, bool)
+    import fnmatch  # here, not at the top: it imports re, and most programs never get here
+
     text = value if isinstance(value, str) else str(value)
     return fnmatch.fnmatchcase(text, pattern)
 

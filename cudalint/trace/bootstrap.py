@@ -10,13 +10,13 @@ by SIGINT as CPython does.
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 
 from cudalint.trace import CONFIG_VAR, hooks, process
 from cudalint.trace.events import EventWriter
 from cudalint.trace.location import _PKG_DIR
+from cudalint.trace.plan import load_plan
 from cudalint.trace.state import TraceState
 
 START_FAILED = 2
@@ -65,8 +65,7 @@ def main(argv: list[str]) -> None:
     events_path, plan_path = os.environ.pop(CONFIG_VAR).split("\n")
     mode, target, args = argv[0], argv[1], argv[2:]
     writer = EventWriter(events_path)
-    with open(plan_path, encoding="utf-8") as fh:
-        plan = json.load(fh)
+    plan = load_plan(plan_path)
     state = TraceState(writer)
     env_names = sorted({e["name"] for e in plan["env"]} | {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"})
     writer.emit("start", mode=mode, target=target, argv=[target, *args], cwd=os.getcwd(),

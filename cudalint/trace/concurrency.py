@@ -13,11 +13,11 @@ so a returned generator is wrapped and each step counts as being inside.
 """
 from __future__ import annotations
 
-import functools
 import threading
 import types
 
 from cudalint.trace.location import sites
+from cudalint.trace.wrap import wraps
 from cudalint.trace.state import TraceState
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs the traced program's start-up
@@ -112,7 +112,7 @@ def method_handler(state: TraceState, name: str) -> Callable[[Any, str, Any], No
         if not isinstance(owner, type) or not isinstance(fn, types.FunctionType):
             raise TypeError(f"{name}: only plain methods of Python classes can be watched")
 
-        @functools.wraps(fn)
+        @wraps(fn)
         def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
             _enter(state, self, method)
             try:
@@ -134,7 +134,7 @@ def constructor_handler(state: TraceState, name: str) -> Callable[[Any, str, Any
             return  # a factory (Llama.from_pretrained) constructs through the class's __init__
         init = cls.__init__
 
-        @functools.wraps(init)
+        @wraps(init)
         def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
             tid = threading.get_ident()
             with _lock:

@@ -8,7 +8,6 @@ O_CLOEXEC keeps the fd out of programs started with exec (subprocess), which run
 """
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -36,7 +35,7 @@ class EventWriter:
         fields["pid"] = self.pid
         fields["t"] = round(time.time(), 6)
         fields.setdefault("thread", threading.current_thread().name)
-        data = (json.dumps(fields, default=repr, separators=(",", ":")) + "\n").encode("utf-8", "replace")
+        data = (_dump(fields) + "\n").encode("utf-8", "replace")
         try:
             while data:
                 n = os.write(self.fd, data)
@@ -51,6 +50,33 @@ class EventWriter:
             pass
 
 
+try:  # the C string encoder behind `json`; the json package itself would import re and enum
+    from _json import encode_basestring_ascii as _quote  # into every traced program at start-up
+except ImportError:  # pragma: no cover - not CPython
+    from json.encoder import py_encode_basestring_ascii as _quote
+
+
+def _dump(obj: Any) -> str:
+    """Compact JSON for the values events hold; anything else is written as its repr()."""
+    if isinstance(obj, str):
+        return _quote(obj)
+    if obj is None:
+        return "null"
+    if obj is True:
+        return "true"
+    if obj is False:
+        return "false"
+    if isinstance(obj, int):
+        return int.__repr__(obj)
+    if isinstance(obj, float):
+        return float.__repr__(obj) if obj == obj and obj not in (float("inf"), float("-inf")) else "null"
+    if isinstance(obj, dict):
+        return "{" + ",".join(_quote(str(k)) + ":" + _dump(v) for k, v in obj.items()) + "}"
+    if isinstance(obj, (list, tuple)):
+        return "[" + ",".join(_dump(v) for v in obj) + "]"
+    return _quote(repr(obj))
+
+
 def read_events(path: str) -> list[dict[str, Any]]:
     """Every complete line of the stream, in file order (which is the order of the writes).
 
@@ -59,6 +85,8 @@ def read_events(path: str) -> list[dict[str, Any]]:
 
 
 def _iter_events(path: str) -> Iterator[dict[str, Any]]:
+    import json
+
     try:
         with open(path, "rb") as fh:
             raw = fh.read()

@@ -13,14 +13,13 @@ Initializing entries (`init = driver|context`) record their first matching call 
 """
 from __future__ import annotations
 
-import functools
-import json
 import sys
 import threading
 
 from cudalint.trace import concurrency
 from cudalint.trace.args import applies, short_call
 from cudalint.trace.location import sites
+from cudalint.trace.wrap import wraps
 from cudalint.trace.state import TraceState
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs the traced program's start-up
@@ -207,7 +206,7 @@ def init_handler(state: TraceState, entry: dict[str, Any]) -> Handler:
         })
 
     def wrap(fn: Callable[..., Any], skip_self: bool) -> Callable[..., Any]:
-        @functools.wraps(fn)
+        @wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             local = state.local
             depth = getattr(local, "depth", 0)
@@ -282,7 +281,7 @@ def install(state: TraceState, plan: dict[str, Any]) -> Installer:
         if entry["kind"] == "import":
             inst.add_import_start(entry["name"], import_init_callback(state, entry))
         else:
-            role = "init:" + json.dumps({k: v for k, v in entry.items() if k != "name"}, sort_keys=True)
+            role = "init:" + repr(sorted((k, repr(v)) for k, v in entry.items() if k != "name"))
             inst.add(entry["name"], init_handler(state, entry), role)
     for name in plan.get("touch", ()):
         inst.add(name, concurrency.method_handler(state, name), "touch")

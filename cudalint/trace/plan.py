@@ -70,17 +70,27 @@ def _cache_dir() -> str:
     return os.path.join(base, "cudalint")
 
 
+def load_plan(path: str) -> dict[str, Any]:
+    import marshal
+
+    with open(path, "rb") as fh:
+        return marshal.load(fh)
+
+
 def cached_plan(extra: Sequence[str] = ()) -> str:
-    """The path of the plan as a JSON file, cached by the catalogue files' names, sizes and mtimes.
+    """The path of the plan file, cached by the catalogue files' names, sizes and mtimes.
 
     Parsing the TOML catalogue costs ~45 ms of start-up (tomllib and the loader); with the cache the
-    parent does not even parse the plan before starting the program (the child reads the file).
-    Any change to a catalogue file changes the key."""
+    parent does not even read the plan before starting the program. The file is `marshal` data (a
+    builtin module: the traced program imports nothing to read it), so the Python version is part
+    of the key; any change to a catalogue file changes it too."""
     from cudalint import __version__
     from cudalint.resources import catalogue_dir
 
     files = sorted(str(p) for p in catalogue_dir().glob("*.toml")) + [os.path.abspath(p) for p in extra]
-    key = [__version__]
+    import sys
+
+    key = [__version__, sys.version]
     for f in files:
         try:
             st = os.stat(f)
@@ -89,10 +99,10 @@ def cached_plan(extra: Sequence[str] = ()) -> str:
             key.append(f"{f}\0missing")
     raw = "\n".join(key).encode()
     digest = f"{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}"  # hashlib would cost the start-up more
-    path = os.path.join(_cache_dir(), f"trace-plan-{digest}.json")
+    path = os.path.join(_cache_dir(), f"trace-plan-{digest}.marshal")
     if os.path.exists(path):
         return path
-    import json
+    import marshal
 
     from cudalint.catalogue import load_catalogue
 
@@ -100,14 +110,14 @@ def cached_plan(extra: Sequence[str] = ()) -> str:
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(data, fh)
+        with open(tmp, "wb") as fh:
+            marshal.dump(data, fh)
         os.replace(tmp, path)  # atomic: a concurrent reader sees the whole file or none
         return path
     except OSError:  # a read-only home: a private copy, same result
         import tempfile
 
-        fd, tmp = tempfile.mkstemp(prefix="cudalint-plan-", suffix=".json")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh)
+        fd, tmp = tempfile.mkstemp(prefix="cudalint-plan-", suffix=".marshal")
+        with os.fdopen(fd, "wb") as fh:
+            marshal.dump(data, fh)
         return tmp

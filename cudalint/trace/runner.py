@@ -15,7 +15,7 @@ import threading
 import time
 
 from cudalint.trace import BOOT, CONFIG_VAR
-from cudalint.trace.plan import cached_plan
+from cudalint.trace.plan import cached_plan, load_plan
 
 TYPE_CHECKING = False  # typing's import is start-up time the program waits for
 if TYPE_CHECKING:
@@ -196,8 +196,6 @@ def run(argv: list[str], *, module: bool, fmt: str, out: TextIO, findings_file: 
             # while the program runs: the analyzer, NVML, and the modules the report needs
             if not findings_file:
                 static.start([entry] if entry else [], catalogue)
-            import json
-
             from cudalint.trace import nvml, report
             from cudalint.trace.correlate import correlate
             from cudalint.trace.events import EventWriter, read_events
@@ -215,8 +213,7 @@ def run(argv: list[str], *, module: bool, fmt: str, out: TextIO, findings_file: 
             if sampler is not None:
                 sampler.stop()
 
-        with open(plan_path, encoding="utf-8") as fh:
-            plan = json.load(fh)
+        plan = load_plan(plan_path)
         events = read_events(events_path)
         if any(e["kind"] == "start_failed" for e in events):
             return 2
