@@ -1,0 +1,241 @@
+"""The parent side: start the program in a child with the hooks, forward signals, wait, correlate.
+
+The child is `sys.executable` with the interpreter's own flags, the same cwd, inherited stdio and
+the same environment (plus one variable the bootstrap removes). While it runs, the parent lints the
+program (static findings) and, where a driver exists, samples NVML, so neither costs the program
+wall time. Only the events file connects the two processes.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from cudalint.trace import BOOT, CONFIG_VAR
+from cudalint.trace.plan import cached_plan, load_plan
+
+TYPE_CHECKING = False  # typing's import is start-up time the program waits for
+if TYPE_CHECKING:
+    from typing import Any, Sequence, TextIO
+
+    from cudalint.findings import Finding
+
+
+# Everything else is imported once the child runs: the program should not wait for the report code.
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _terminal_already_sent(signum: int) -> bool:
+    """Ctrl-C at a terminal goes to the whole foreground process group, child included: forwarding
+    it again would interrupt the program twice. So SIGINT is forwarded only when we are not the
+    terminal's foreground group (e.g. `kill -INT <pid>` from a script)."""
+    if signum != signal.SIGINT:
+        return False
+    try:
+        fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)
+    except OSError:
+        return False
+    try:
+        return os.tcgetpgrp(fd) == os.getpgrp()
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def load_findings(path: str) -> list[Finding]:
+    """Findings as `cudalint --format json` writes them (a list, or {"findings": [...]})."""
+    from cudalint.findings import Finding, Step
+
+    import json
+
+    with open(path, encoding="utf-8") as fh:
+        data = json.load(fh)
+    items = data["findings"] if isinstance(data, dict) else data
+    out = []
+    for d in items:
+        out.append(Finding(
+            code=d["code"], path=d["path"], line=d["line"], column=d.get("column", 1),
+            end_line=d.get("end_line", d["line"]), end_column=d.get("end_column", d.get("column", 1)),
+            message=d["message"], severity=d.get("severity", "error"),
+            witness=tuple(Step(s["path"], s["line"], s["note"]) for s in d.get("witness", ())),
+        ))
+    return out
+
+
+class _Static:
+    """The static analyzer, run in a thread while the program runs."""
+
+    def __init__(self) -> None:
+        self.findings: list[Finding] = []
+        self.note = ""
+        self.lint: Any = None
+        self._thread: threading.Thread | None = None
+
+    def start(self, paths: list[str], catalogue: Sequence[str] = ()) -> None:
+        try:
+            from cudalint.api import lint_paths  # the analyzer (lead's package)
+        except ImportError:
+            self.note = "unavailable (cudalint.api is not installed); only runtime findings are shown"
+            return
+        if catalogue:  # the analyzer must read the same extra catalogue as the hooks
+            from cudalint.config import Config
+
+            config = Config(extend_catalogue=tuple(catalogue))
+            self.lint = lambda p: lint_paths(p, config)
+        else:
+            self.lint = lint_paths
+        self._thread = threading.Thread(target=self._run, args=(paths,), daemon=True, name="cudalint-static")
+        self._thread.start()
+
+    def _run(self, paths: list[str]) -> None:
+        try:
+            self.findings.extend(self.lint(paths).findings)
+        except Exception as exc:  # a crash of the analyzer must not lose the runtime evidence
+            self.note = f"failed: {type(exc).__name__}: {exc}"
+
+    def finish(self, more: list[str]) -> list[Finding]:
+        if self._thread is not None:
+            self._thread.join()
+        if self.lint is not None and more and not self.note:
+            try:
+                self.findings.extend(self.lint(more).findings)
+            except Exception as exc:
+                self.note = f"failed: {type(exc).__name__}: {exc}"
+        from cudalint.trace.location import is_user_file
+
+        seen, out = set(), []
+        for f in self.findings:
+            key = (f.code, os.path.realpath(f.path), f.line, f.column, f.message)
+            if key not in seen and is_user_file(os.path.realpath(f.path)):
+                seen.add(key)
+                out.append(f)
+        return out
+
+
+def _user_files(events: list[dict[str, Any]]) -> set[str]:
+    """Project files the program ran through (every event's user frame)."""
+    out = set()
+    for e in events:
+        for key in ("site",):
+            s = e.get(key)
+            if s:
+                out.add(os.path.realpath(s["path"]))
+        for t in e.get("threads", ()):
+            if t.get("site"):
+                out.add(os.path.realpath(t["site"]["path"]))
+    return out
+
+
+def _module_file(name: str) -> str | None:
+    """Where `python -m name` would find the module, without importing anything in this process."""
+    from importlib.machinery import PathFinder
+
+    search = [os.getcwd(), *sys.path[1:]]
+    parts = name.split(".")
+    spec = None
+    for i, _ in enumerate(parts):
+        spec = PathFinder.find_spec(".".join(parts[: i + 1]), search)
+        if spec is None:
+            return None
+        search = list(spec.submodule_search_locations or [])
+    if spec is None or spec.origin in (None, "namespace"):
+        return None
+    if spec.submodule_search_locations:  # a package: python -m runs its __main__
+        main = os.path.join(list(spec.submodule_search_locations)[0], "__main__.py")
+        return main if os.path.exists(main) else None
+    return spec.origin
+
+
+def run(argv: list[str], *, module: bool, fmt: str, out: TextIO, findings_file: str | None = None,
+        catalogue: Sequence[str] = (), events_file: str | None = None) -> int:
+    if not argv:
+        print("cudalint: --trace needs a program to run", file=sys.stderr)
+        return 2
+    target, args = argv[0], argv[1:]
+    command = ["python", *(["-m"] if module else []), *argv]
+    if not module and not os.path.exists(target):
+        print(f"cudalint: can't open file {os.path.abspath(target)!r}: no such file", file=sys.stderr)
+        return 2
+    entry = _module_file(target) if module else target
+
+    plan_path = cached_plan(tuple(catalogue))
+    # a private directory for the event stream (tempfile's import would cost start-up time)
+    tmp = os.path.join(os.environ.get("TMPDIR") or "/tmp", f"cudalint-trace-{os.getpid()}-{time.monotonic_ns()}")
+    os.mkdir(tmp, 0o700)
+    try:
+        events_path = events_file or os.path.join(tmp, "events.jsonl")
+        if events_file and os.path.exists(events_file):
+            os.unlink(events_file)
+        env = dict(os.environ)
+        env[CONFIG_VAR] = f"{events_path}\n{plan_path}"
+        cmd = [sys.executable, *subprocess._args_from_interpreter_flags(), "-c", BOOT.format(root=_ROOT),
+               "module" if module else "script", target, *args]
+        try:
+            child = subprocess.Popen(cmd, env=env)
+        except OSError as exc:
+            print(f"cudalint: cannot start {sys.executable}: {exc}", file=sys.stderr)
+            return 2
+
+        def forward(signum: int, _frame: Any) -> None:
+            if not _terminal_already_sent(signum):
+                try:
+                    child.send_signal(signum)
+                except OSError:
+                    pass
+
+        previous = {s: signal.signal(s, forward) for s in FORWARDED}
+        static = _Static()
+        sampler, nvml_why = None, "no NVIDIA driver on this machine"
+        try:
+            # while the program runs: the analyzer, NVML, and the modules the report needs
+            if not findings_file:
+                static.start([entry] if entry else [], catalogue)
+            from cudalint.trace import nvml, report
+            from cudalint.trace.correlate import correlate
+            from cudalint.trace.events import EventWriter, read_events
+
+            if nvml.driver_present():
+                backend, nvml_why = nvml.open_backend()
+                if backend is not None:
+                    writer = EventWriter(events_path)
+                    sampler = nvml.Sampler(backend, child.pid, lambda kind, **f: writer.emit(kind, source="nvml", **f))
+                    sampler.start()
+            rc = child.wait()
+        finally:
+            for s, h in previous.items():
+                signal.signal(s, h)
+            if sampler is not None:
+                sampler.stop()
+
+        plan = load_plan(plan_path)
+        events = read_events(events_path)
+        if any(e["kind"] == "start_failed" for e in events):
+            return 2
+        if not any(e["kind"] == "start" for e in events):
+            # the bootstrap never ran (an interpreter that cannot import cudalint, a bad flag)
+            print(f"cudalint: the traced program did not start (status {rc}); see the errors above", file=sys.stderr)
+            return 2
+        seen = _user_files(events) - ({os.path.realpath(entry)} if entry else set())
+        findings = static.finish(sorted(seen))
+        if findings_file:
+            findings = load_findings(findings_file)
+            static.note = ""
+        sig = signal.Signals(-rc).name if rc < 0 else None
+        result = correlate(
+            findings, events, env_rules=plan["env"], cwd=os.getcwd(), returncode=rc if rc >= 0 else None,
+            signal_name=sig, nvml_why=nvml_why, static_note=static.note,
+        )
+        report.write(result, command, fmt, out)
+        return 1 if result.confirmed else 0
+    finally:
+        for name in os.listdir(tmp):
+            os.unlink(os.path.join(tmp, name))
+        os.rmdir(tmp)
+        if os.path.basename(plan_path).startswith("cudalint-plan-"):  # the uncached fallback copy
+            os.unlink(plan_path)
