@@ -157,8 +157,10 @@ def _per_file_ignored(finding: Finding, config: Config) -> bool:
     import fnmatch
 
     path = finding.path.replace(os.sep, "/")
+    absolute = os.path.abspath(finding.path).replace(os.sep, "/")  # patterns from a config file are anchored
     for pattern, codes in config.per_file_ignores:
-        if fnmatch.fnmatch(path, pattern) or fnmatch.fnmatch(os.path.basename(path), pattern):
+        pattern = pattern.replace(os.sep, "/")
+        if fnmatch.fnmatch(path, pattern) or fnmatch.fnmatch(os.path.basename(path), pattern) or fnmatch.fnmatch(absolute, pattern):
             if any(finding.code.startswith(c) for c in codes):
                 return True
     return False
