@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
-from typing import Iterable, Optional, Sequence, Union
+from typing import Iterable, Mapping, Optional, Sequence, Union
 
 from cudalint import notebook, source
 from cudalint.cache import Cache
@@ -111,7 +111,12 @@ def lint_files(
     catalogue: Catalogue,
     extra: Iterable[Finding] = (),
     cache: Optional[Cache] = None,
+    texts: Optional[Mapping[str, str]] = None,
+    noqa: bool = True,
 ) -> LintResult:
+    """Lint `files` together. `texts`: contents already read (the flake8 plugin's file) instead of
+    reading them; `noqa=False` leaves `# noqa` to the caller (flake8 applies its own)."""
+    texts = texts or {}
     modules: list[ModuleIR] = []
     findings: list[Finding] = list(extra)
     notebooks: dict[str, Notebook] = {}
@@ -125,7 +130,7 @@ def lint_files(
                 findings.extend(result[0].problems)
                 result = result[1]
         else:
-            result = load_module(path, catalogue, cache=cache)
+            result = load_module(path, catalogue, text=texts.get(path), cache=cache)
         if isinstance(result, Finding):
             findings.append(result)
         else:
@@ -143,7 +148,9 @@ def lint_files(
     kept = [
         f
         for f in findings
-        if config.enabled(f.code) and not suppressed(f, by_path.get(f.path)) and not _per_file_ignored(f, config)
+        if config.enabled(f.code)
+        and not (noqa and suppressed(f, by_path.get(f.path)))
+        and not _per_file_ignored(f, config)
     ]
     if notebooks:
         kept = [_map_notebooks(f, notebooks) for f in kept]

@@ -135,11 +135,8 @@ def _project_for(filename: str) -> _Project:
 
 def findings_for(filename: str, text: str) -> list[Finding]:
     """The findings located in `filename` (whose content is `text`), as `cudalint` reports them."""
-    from cudalint.api import _per_file_ignored, load_module
-    from cudalint.checks import build_checks, init_keys
-    from cudalint.flow import Analyzer
+    from cudalint.api import lint_files
     from cudalint.importgraph import digest
-    from cudalint.project import Project
 
     project = _project_for(filename)
     if not project.trigger.search(text) and not project.imports_project_module(filename, text):
@@ -158,21 +155,13 @@ def findings_for(filename: str, text: str) -> list[Finding]:
         digests = tuple((p, own if p == here else project.import_graph().digests.get(p, "")) for p in members)
     by_path = project.results.get(digests)
     if by_path is None:
-        modules = []
+        # the CLI's own pipeline over the component; every file of it gets its findings at once
+        result = lint_files(members, config, project.catalogue, cache=project.cache, texts={here: text}, noqa=False)
         by_path = {}
-        for path in members:
-            result = load_module(path, project.catalogue, text=text if path == here else None, cache=project.cache)
-            if isinstance(result, Finding):
-                by_path.setdefault(result.path, []).append(result)
-            else:
-                modules.append(result)
-        analyzer = Analyzer(Project(modules), build_checks(project.catalogue, config.enabled), init_keys)
-        for finding in analyzer.run():
+        for finding in result.findings:
             by_path.setdefault(os.path.normpath(finding.path), []).append(finding)
         project.results[digests] = by_path
-    kept = [f for f in by_path.get(here, ()) if config.enabled(f.code) and not _per_file_ignored(f, config)]
-    kept.sort(key=Finding.sort_key)
-    return kept
+    return list(by_path.get(here, ()))
 
 
 class Plugin:
