@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
-from typing import Iterable, Optional, Sequence, Union
+from typing import Iterable, Mapping, Optional, Sequence, Union
 
 from cudalint import notebook, source
 from cudalint.cache import Cache
@@ -118,8 +118,16 @@ def lint_files(
     extra: Iterable[Finding] = (),
     cache: Optional[Cache] = None,
     overlay: Optional[dict[str, str]] = None,
+    texts: Optional[Mapping[str, str]] = None,
+    noqa: bool = True,
 ) -> LintResult:
-    """`overlay`: path -> text to lint instead of the file's content (how --fix checks a fix)."""
+    """Lint `files` together.
+
+    `overlay`: path -> text to lint instead of the file's content (how --fix checks a fix; never
+    cached). `texts`: contents already read (the flake8 plugin's file) instead of reading them.
+    `noqa=False` leaves `# noqa` to the caller (flake8 applies its own).
+    """
+    texts = {**(texts or {}), **(overlay or {})}
     modules: list[ModuleIR] = []
     findings: list[Finding] = list(extra)
     notebooks: dict[str, Notebook] = {}
@@ -133,7 +141,7 @@ def lint_files(
                 findings.extend(result[0].problems)
                 result = result[1]
         else:
-            result = load_module(path, catalogue, (overlay or {}).get(path), cache=None if overlay and path in overlay else cache)
+            result = load_module(path, catalogue, text=texts.get(path), cache=None if overlay and path in overlay else cache)
         if isinstance(result, Finding):
             findings.append(result)
         else:
@@ -162,7 +170,9 @@ def lint_files(
     kept = [
         f
         for f in findings
-        if config.enabled(f.code) and not suppressed(f, by_path.get(f.path)) and not _per_file_ignored(f, config)
+        if config.enabled(f.code)
+        and not (noqa and suppressed(f, by_path.get(f.path)))
+        and not _per_file_ignored(f, config)
     ]
     if notebooks:
         kept = [_map_notebooks(f, notebooks) for f in kept]
@@ -176,8 +186,10 @@ def _per_file_ignored(finding: Finding, config: Config) -> bool:
     import fnmatch
 
     path = finding.path.replace(os.sep, "/")
+    absolute = os.path.abspath(finding.path).replace(os.sep, "/")  # patterns from a config file are anchored
     for pattern, codes in config.per_file_ignores:
-        if fnmatch.fnmatch(path, pattern) or fnmatch.fnmatch(os.path.basename(path), pattern):
+        pattern = pattern.replace(os.sep, "/")
+        if fnmatch.fnmatch(path, pattern) or fnmatch.fnmatch(os.path.basename(path), pattern) or fnmatch.fnmatch(absolute, pattern):
             if any(finding.code.startswith(c) for c in codes):
                 return True
     return False

@@ -35,8 +35,23 @@ def _codes(values: tuple[str, ...]) -> tuple[str, ...]:
 @click.option("--output-file", "-o", type=click.Path(dir_okay=False, writable=True), help="Write the report to this file.")
 @click.option("--fix", is_flag=True, help="Apply the fixes that are certain, then report what is left.")
 @click.option("--diff", is_flag=True, help="Print the fixes --fix would apply as a diff; change no file.")
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False),
+    help="Settings file (pyproject.toml's [tool.cudalint], or a cudalint.toml) [default: the nearest pyproject.toml with [tool.cudalint]].",
+)
+@click.option(
+    "--target-version",
+    type=click.Choice(["py310", "py311", "py312", "py313", "py314"]),
+    help="The oldest Python the project runs on (decides e.g. multiprocessing's default start method).",
+)
+@click.option("--extend-catalogue", multiple=True, type=click.Path(dir_okay=False), help="An extra catalogue TOML file.")
 @click.version_option(__version__, prog_name="cudalint")
-def cli(paths, select, ignore, exclude, fmt, explain, no_gitignore, no_cache, cache_dir, statistics, output_file, fix, diff) -> None:
+def cli(
+    paths, select, ignore, exclude, fmt, explain, no_gitignore, no_cache, cache_dir,
+    statistics, output_file, fix, diff, config_file=None, target_version=None, extend_catalogue=(),
+) -> None:
     """Find GPU bugs that raise no error. Lints PATHS (default: the current directory)."""
     from cudalint.registry import RULES, doc, doc_path
 
@@ -47,15 +62,30 @@ def cli(paths, select, ignore, exclude, fmt, explain, no_gitignore, no_cache, ca
         click.echo(doc(code), nl=False)
         return
     from cudalint.api import lint_paths
-    from cudalint.config import Config
+    from cudalint.settings import SettingsError, resolve
 
-    config = Config(
-        select=_codes(select),
-        ignore=_codes(ignore),
-        exclude=tuple(exclude),
-        respect_gitignore=not no_gitignore,
-    )
     targets = list(paths) or ["."]
+    # the command line overrides the file: an option that was given replaces the file's value
+    overrides = {
+        "select": _codes(select) or None,
+        "ignore": _codes(ignore) or None,
+        "exclude": tuple(exclude) or None,
+        "respect_gitignore": False if no_gitignore else None,
+        "target_version": target_version,
+        "extend_catalogue": tuple(extend_catalogue) or None,
+    }
+    try:
+        config, _ = resolve(targets, config_file, overrides)
+    except SettingsError as exc:
+        click.echo(f"cudalint: {exc}", err=True)
+        sys.exit(2)
+    from cudalint.catalogue import CatalogueError, load_catalogue
+
+    try:
+        catalogue = load_catalogue(config.extend_catalogue)
+    except CatalogueError as exc:  # an extend-catalogue file that is missing or wrong: a usage error
+        click.echo(f"cudalint: {exc}", err=True)
+        sys.exit(2)
     if fix or diff:  # a fix is checked against fresh analysis: no cache
         from cudalint.outputs import run_fix
 
@@ -65,9 +95,8 @@ def cli(paths, select, ignore, exclude, fmt, explain, no_gitignore, no_cache, ca
         from pathlib import Path
 
         from cudalint.cache import Cache
-        from cudalint.catalogue import load_catalogue
 
-        cache = Cache.open(Path(cache_dir) if cache_dir else None, load_catalogue(config.extend_catalogue))
+        cache = Cache.open(Path(cache_dir) if cache_dir else None, catalogue)
     result = lint_paths(targets, config, cache=cache)
     from cudalint.outputs import write_report
 

@@ -133,3 +133,22 @@ def statistics_json(findings: Iterable[Finding], out: TextIO) -> None:
     ]
     json.dump(rows, out, indent=2)
     out.write("\n")
+WITNESS_STEPS_SHOWN = 4
+
+
+def folded_message(f: Finding) -> str:
+    """The message with the witness folded in, for one-line outputs (flake8): `... [via a.py:3 -> b.py:4]`.
+
+    The last witness step is the finding's own line, so it is left out; a long path keeps its first
+    and last steps around an ellipsis. Steps in the finding's own file show only the line.
+    """
+    steps = list(f.witness)
+    if steps and steps[-1].path == f.path and steps[-1].line == f.line:
+        steps.pop()
+    if not steps:
+        return f.message
+    shown = [f"line {s.line}" if s.path == f.path else f"{s.path}:{s.line}" for s in steps]
+    if len(shown) > WITNESS_STEPS_SHOWN:
+        keep = WITNESS_STEPS_SHOWN // 2
+        shown = shown[:keep] + ["..."] + shown[-keep:]
+    return f"{f.message} [via {' -> '.join(shown)}]"

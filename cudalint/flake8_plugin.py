@@ -1,0 +1,194 @@
+"""The flake8 plugin: `flake8 --select CUD` reports what `cudalint` reports, line for line.
+
+flake8 hands over one file at a time. The plugin
+1. does nothing when flake8 will drop every CUD code anyway (`--select B`): decided once per run;
+2. does nothing for a file with no catalogue trigger word and no import of a project module: such a
+   file has no event any check judges (decided from the lines flake8 already read, no parsing);
+3. otherwise analyses the file's component of the project's import graph (cudalint.importgraph):
+   the file from flake8's lines, the other modules through the summary cache shared with the CLI
+   (`<project>/.cudalint_cache` or `CUDALINT_CACHE_DIR`). One analysis serves every file of the
+   component for the rest of the process.
+
+`[tool.cudalint]` applies as in the CLI (extend-catalogue, target-version, select/ignore,
+per-file-ignores, exclude for the project's other modules); `# noqa` is left to flake8.
+Columns are 0-based as flake8's plugin contract wants (flake8 adds one), so both tools print the
+same `line:col`.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+from cudalint import __version__
+from cudalint.findings import Finding
+
+_STDIN = {"stdin", "-", "<stdin>"}
+
+
+def _codes_selected(options: Any) -> bool:
+    """Whether flake8 would report any CUD code with these options (its own decision engine)."""
+    from cudalint.registry import RULES
+
+    try:
+        from flake8.style_guide import Decision, DecisionEngine
+
+        engine = DecisionEngine(options)
+        return any(engine.decision_for(code) is Decision.Selected for code in RULES)
+    except Exception:  # another flake8 version: run, rather than silently report nothing
+        return True
+
+
+@dataclass
+class _Project:
+    """What one process knows about one project: its settings, catalogue, cache and import graph."""
+
+    root: Optional[Path]
+    config: Any
+    catalogue: Any
+    cache: Any
+    trigger: "re.Pattern[str]"
+    absolute: bool  # show paths as flake8 was given them: absolute, or relative to the current folder
+    graph: Any = None
+    results: dict[tuple, dict[str, list[Finding]]] = field(default_factory=dict)
+    exists: dict[tuple[str, str], bool] = field(default_factory=dict)
+
+    def shown(self, path: Path) -> str:
+        return str(path) if self.absolute else os.path.relpath(path)
+
+    def import_graph(self):
+        if self.graph is None:
+            from cudalint.discover import discover
+            from cudalint.importgraph import ImportGraph
+            from cudalint.source import read_bytes
+
+            if self.root is None:
+                files: tuple[str, ...] = ()
+            else:
+                cfg = self.config
+                files = discover(
+                    [self.shown(self.root)], exclude=cfg.exclude + cfg.extend_exclude, respect_gitignore=cfg.respect_gitignore
+                ).files
+
+            def read(path: str) -> Optional[bytes]:
+                data = read_bytes(path)
+                return data if isinstance(data, bytes) else None
+
+            self.graph = ImportGraph.build(files, read)
+        return self.graph
+
+    def imports_project_module(self, path: str, text: str) -> bool:
+        """Whether the file imports a module of its own project (relative, or found on disk nearby)."""
+        from cudalint.importgraph import imported_names
+        from cudalint.project import module_name
+
+        modname, is_package = module_name(Path(os.path.abspath(path)))
+        names, relative = imported_names(text, modname, is_package)
+        if relative:
+            return True
+        here = Path(os.path.abspath(path)).parent
+        top_parent = here
+        for _ in range(modname.count(".") + (1 if is_package else 0)):
+            top_parent = top_parent.parent
+        dirs = {here, top_parent}
+        if self.root is not None:
+            dirs.update({self.root, self.root / "src"})
+        for top in {n.split(".")[0] for n in names}:
+            for d in dirs:
+                key = (str(d), top)
+                if key not in self.exists:
+                    self.exists[key] = (d / f"{top}.py").is_file() or (d / top / "__init__.py").is_file()
+                if self.exists[key]:
+                    return True
+        return False
+
+
+_PROJECTS: dict[tuple, _Project] = {}
+
+
+def _project_for(filename: str) -> _Project:
+    from cudalint.cache import CACHE_DIR_NAME, Cache
+    from cudalint.catalogue import load_catalogue
+    from cudalint.settings import find_pyproject, project_root, resolve
+
+    absolute = os.path.isabs(filename)
+    here = Path(os.path.abspath(filename)) if filename not in _STDIN else Path.cwd() / "stdin.py"
+    config_file = find_pyproject(here)
+    root = project_root(here)
+    key = (root, config_file, absolute)
+    if key in _PROJECTS:
+        return _PROJECTS[key]
+    config, _ = resolve([str(here)], str(config_file) if config_file else None)
+    catalogue = load_catalogue(config.extend_catalogue)
+    cache_dir = os.environ.get("CUDALINT_CACHE_DIR")
+    cache = None
+    if cache_dir or root is not None:
+        cache = Cache.open(Path(cache_dir) if cache_dir else root / CACHE_DIR_NAME, catalogue)  # type: ignore[operator]
+    words = sorted(catalogue.trigger_words(), key=len, reverse=True)
+    trigger = re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + r")\b")
+    project = _Project(root=root, config=config, catalogue=catalogue, cache=cache, trigger=trigger, absolute=absolute)
+    _PROJECTS[key] = project
+    return project
+
+
+def findings_for(filename: str, text: str) -> list[Finding]:
+    """The findings located in `filename` (whose content is `text`), as `cudalint` reports them."""
+    from cudalint.api import lint_files
+    from cudalint.importgraph import digest
+
+    project = _project_for(filename)
+    if not project.trigger.search(text) and not project.imports_project_module(filename, text):
+        return []
+    config = project.config
+    here = os.path.normpath(filename if project.absolute else os.path.relpath(filename)) if filename not in _STDIN else "stdin"
+    own = digest(text.encode("utf-8"))
+    if filename in _STDIN:
+        members = [here]
+    else:
+        graph = project.import_graph()
+        members = graph.component(here) if graph.digests.get(here) == own else [here]
+    if len(members) == 1:
+        digests = ((here, own),)
+    else:
+        digests = tuple((p, own if p == here else project.import_graph().digests.get(p, "")) for p in members)
+    by_path = project.results.get(digests)
+    if by_path is None:
+        # the CLI's own pipeline over the component; every file of it gets its findings at once
+        result = lint_files(members, config, project.catalogue, cache=project.cache, texts={here: text}, noqa=False)
+        by_path = {}
+        for finding in result.findings:
+            by_path.setdefault(os.path.normpath(finding.path), []).append(finding)
+        project.results[digests] = by_path
+    return list(by_path.get(here, ()))
+
+
+class Plugin:
+    """flake8's entry point `CUD = cudalint.flake8_plugin:Plugin`."""
+
+    name = "cudalint"
+    version = __version__
+    selected = True
+
+    def __init__(self, tree: Any, filename: str, lines: list[str]) -> None:
+        # `tree` is only how flake8 recognizes an AST plugin; flake8 builds it anyway
+        self.filename = filename
+        self.lines = lines
+
+    @classmethod
+    def parse_options(cls, options: Any) -> None:
+        cls.selected = _codes_selected(options)
+
+    def run(self) -> Iterator[tuple[int, int, str, type]]:
+        if not self.selected:
+            return
+        from cudalint.report import folded_message
+
+        try:
+            found = findings_for(self.filename, "".join(self.lines))
+        except Exception as exc:  # a settings or catalogue error: say so in the file, never crash flake8
+            yield 1, 0, f"CUD900 cudalint cannot run: {exc}", type(self)
+            return
+        for f in found:
+            yield f.line, max(f.column - 1, 0), f"{f.code} {folded_message(f)}", type(self)

@@ -1,0 +1,193 @@
+"""The real flake8, in a subprocess, against the real CLI: the same findings, places and messages."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cudalint.findings import Finding, Step
+from cudalint.report import folded_message
+from tests.fixture_expectations import case_id, fixture_cases
+
+FORMAT = "%(path)s\t%(row)d\t%(col)d\t%(code)s\t%(text)s"
+BAD = 'import os\n\nimport torch\n\nif torch.cuda.is_available():\n    os.environ["CUDA_VISIBLE_DEVICES"] = "1"\n'
+
+
+def _project(tmp_path: Path, case: Path) -> Path:
+    """The fixture as a user's project: its own folder with a pyproject.toml."""
+    proj = tmp_path / "proj"
+    if case.is_dir():
+        shutil.copytree(case, proj)
+    else:
+        proj.mkdir()
+        shutil.copy(case, proj / case.name)
+    (proj / "pyproject.toml").write_text('[project]\nname = "demo"\n', encoding="utf-8")
+    return proj
+
+
+def flake8(cwd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "flake8", f"--format={FORMAT}", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=300,
+    )
+
+
+def flake8_findings(proc: subprocess.CompletedProcess) -> list[tuple[str, int, int, str, str]]:
+    assert "Traceback" not in proc.stderr, proc.stderr
+    out = []
+    for line in proc.stdout.splitlines():
+        path, row, col, code, text = line.split("\t")
+        out.append((os.path.normpath(path), int(row), int(col), code, text))
+    return sorted(out)
+
+
+def cli_json(cwd: Path, *args: str) -> list[dict]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "cudalint", "--format", "json", *args], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    return json.loads(proc.stdout)
+
+
+def as_flake8(found: dict) -> tuple[str, int, int, str, str]:
+    """What flake8 must print for one finding of the CLI's JSON."""
+    finding = Finding(
+        code=found["code"],
+        path=found["path"],
+        line=found["line"],
+        column=found["column"],
+        end_line=found["end_line"],
+        end_column=found["end_column"],
+        message=found["message"],
+        witness=tuple(Step(**s) for s in found["witness"]),
+    )
+    return (os.path.normpath(found["path"]), found["line"], found["column"], found["code"], folded_message(finding))
+
+
+PY_CASES = [c for c in fixture_cases() if c.suffix != ".ipynb"]
+
+
+@pytest.mark.parametrize("case", PY_CASES, ids=case_id)
+def test_flake8_reports_what_the_cli_reports(case: Path, tmp_path: Path) -> None:
+    """Finding by finding: path, line, 1-based column, code, and the message with the witness folded in."""
+    proj = _project(tmp_path, case)
+    expected = sorted(as_flake8(f) for f in cli_json(proj, ".") if f["path"].endswith(".py"))
+    got = flake8_findings(flake8(proj, "--select", "CUD", "."))
+    assert got == expected
+
+
+def test_flake8_on_one_file_still_sees_the_other_modules(tmp_path: Path) -> None:
+    """pre-commit and editors give flake8 one file: the finding caused by serve.py is still found in gpus.py."""
+    from tests.fixture_expectations import FIXTURES
+
+    proj = _project(tmp_path, FIXTURES / "CUD001" / "cross_module")
+    got = flake8_findings(flake8(proj, "--select", "CUD", "gpus.py"))
+    assert [(p, r, c, code) for p, r, c, code, _ in got] == [("gpus.py", 5, 5, "CUD001")]
+    assert got[0][4].endswith("[via utils/device.py:3 -> serve.py:4 -> serve.py:7]")
+
+
+def test_noqa_is_flake8s_own(tmp_path: Path) -> None:
+    """`# noqa: CUD001` suppresses through flake8's mechanism, so `--disable-noqa` brings it back."""
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
+    (tmp_path / "t.py").write_text(BAD.replace('"1"\n', '"1"  # noqa: CUD001\n'), encoding="utf-8")
+    assert flake8_findings(flake8(tmp_path, "--select", "CUD", "t.py")) == []
+    got = flake8_findings(flake8(tmp_path, "--select", "CUD", "--disable-noqa", "t.py"))
+    assert [(p, r, c, code) for p, r, c, code, _ in got] == [("t.py", 6, 5, "CUD001")]
+
+
+def test_columns_match_the_cli_text_output(tmp_path: Path) -> None:
+    """flake8 prints `t.py:6:5:` exactly where `cudalint` prints `t.py:6:5:` (TorchFix is off by one)."""
+    (tmp_path / "t.py").write_text(BAD, encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "flake8", "--select", "CUD", "t.py"], cwd=tmp_path, capture_output=True, text=True)
+    cli = subprocess.run([sys.executable, "-m", "cudalint", "t.py"], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.stdout.startswith("t.py:6:5: CUD001 CUDA_VISIBLE_DEVICES is set after CUDA was initialized by ")
+    assert cli.stdout.startswith("t.py:6:5: CUD001 CUDA_VISIBLE_DEVICES is set after CUDA was initialized by ")
+    assert proc.stdout.split(" [via ")[0] == cli.stdout.splitlines()[0]
+
+
+def _cache_entries(directory: Path) -> list[Path]:
+    return sorted(directory.rglob("*.json")) if directory.exists() else []
+
+
+def test_plugin_does_no_work_when_cud_is_not_selected(tmp_path: Path) -> None:
+    """With `--select E` flake8 drops CUD codes, so the plugin does not even summarize the file."""
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
+    (tmp_path / "t.py").write_text(BAD, encoding="utf-8")
+    cache = tmp_path / "cache"
+    flake8(tmp_path, "--select", "E", "t.py", env={"CUDALINT_CACHE_DIR": str(cache)})
+    assert _cache_entries(cache) == []
+    got = flake8_findings(flake8(tmp_path, "--select", "E,CUD", "t.py", env={"CUDALINT_CACHE_DIR": str(cache)}))
+    assert [code for *_, code, _ in got] == ["CUD001"]
+    assert len(_cache_entries(cache)) == 1
+
+
+def test_files_without_trigger_words_are_not_parsed(tmp_path: Path) -> None:
+    """The pre-check: a file with no catalogue word and no project import is never summarized."""
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
+    (tmp_path / "plain.py").write_text("import json\n\n\ndef f(x):\n    return json.dumps(x)\n", encoding="utf-8")
+    cache = tmp_path / "cache"
+    proc = flake8(tmp_path, "--select", "CUD", "plain.py", env={"CUDALINT_CACHE_DIR": str(cache)})
+    assert proc.returncode == 0 and proc.stdout == ""
+    assert _cache_entries(cache) == []
+
+
+def test_the_plugin_and_the_cli_share_the_summary_cache(tmp_path: Path) -> None:
+    """The CLI fills the cache; flake8 on the same project adds no entry (it summarized nothing anew)."""
+    from tests.fixture_expectations import FIXTURES
+
+    proj = _project(tmp_path, FIXTURES / "CUD001" / "cross_module")
+    cache = tmp_path / "cache"
+    expected = sorted(as_flake8(f) for f in cli_json(proj, "--cache-dir", str(cache), "."))
+    before = _cache_entries(cache)
+    assert len(before) == 4
+    got = flake8_findings(flake8(proj, "--select", "CUD", ".", env={"CUDALINT_CACHE_DIR": str(cache)}))
+    assert got == expected and len(got) >= 2
+    assert _cache_entries(cache) == before
+
+
+def test_project_cache_defaults_to_the_project_root(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "t.py").write_text(BAD, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "CUDALINT_CACHE_DIR"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "flake8", "--select", "CUD", "t.py"], cwd=tmp_path / "pkg", capture_output=True, text=True, env=env
+    )
+    assert "CUD001" in proc.stdout
+    assert len(_cache_entries(tmp_path / ".cudalint_cache")) == 1
+
+
+def test_tool_cudalint_settings_apply_to_flake8(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.cudalint]\nper-file-ignores = { "legacy/*" = ["CUD001"] }\n', encoding="utf-8")
+    (tmp_path / "legacy").mkdir()
+    (tmp_path / "legacy" / "old.py").write_text(BAD, encoding="utf-8")
+    (tmp_path / "new.py").write_text(BAD, encoding="utf-8")
+    got = flake8_findings(flake8(tmp_path, "--select", "CUD", "."))
+    assert [(p, code) for p, _, _, code, _ in got] == [("new.py", "CUD001")]
+
+
+def test_a_broken_config_is_reported_not_a_crash(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.cudalint]\nselct = ["CUD"]\n', encoding="utf-8")
+    (tmp_path / "t.py").write_text(BAD, encoding="utf-8")
+    proc = flake8(tmp_path, "--select", "CUD", "t.py")
+    got = flake8_findings(proc)
+    assert [(p, r, c, code) for p, r, c, code, _ in got] == [("t.py", 1, 1, "CUD900")]
+    assert "unknown key 'selct'" in got[0][4]
+
+
+def test_folded_message_shortens_long_witnesses() -> None:
+    steps = tuple(Step(f"m{i}.py", i, "x") for i in range(1, 7)) + (Step("t.py", 9, "written here"),)
+    f = Finding("CUD001", "t.py", 9, 1, 9, 5, "msg", witness=steps)
+    assert folded_message(f) == "msg [via m1.py:1 -> m2.py:2 -> ... -> m5.py:5 -> m6.py:6]"
+    local = Finding("CUD001", "t.py", 9, 1, 9, 5, "msg", witness=(Step("t.py", 4, "init"), Step("t.py", 9, "write")))
+    assert folded_message(local) == "msg [via line 4]"
+    assert folded_message(Finding("CUD900", "t.py", 1, 1, 1, 1, "syntax error")) == "syntax error"

@@ -1,0 +1,66 @@
+"""The real `pre-commit try-repo` against this checkout, in a throwaway git repository.
+
+pre-commit builds the hook's own virtualenv and pip-installs cudalint from the checkout into it
+(its dependencies come from PyPI); the environment is kept under pytest's cache folder so a second
+run of the suite reuses it for the same commit.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BAD = 'import os\n\nimport torch\n\nif torch.cuda.is_available():\n    os.environ["CUDA_VISIBLE_DEVICES"] = "1"\n'
+GOOD = 'import os\n\nos.environ["CUDA_VISIBLE_DEVICES"] = "1"\n\nimport torch  # noqa: E402\n\ntorch.cuda.is_available()\n'
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("git") is None or not (ROOT / ".git").exists(), reason="needs git and a git checkout of cudalint"
+)
+
+
+@pytest.fixture()
+def repo(tmp_path: Path, request) -> tuple[Path, dict]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PRE_COMMIT_HOME")}
+    env["PRE_COMMIT_HOME"] = str(request.config.cache.mkdir("pre-commit-home"))
+    env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com")
+    work = tmp_path / "user-project"
+    work.mkdir()
+    subprocess.run(["git", "init", "-q", "."], cwd=work, check=True, env=env)
+    (work / "bad.py").write_text(BAD, encoding="utf-8")
+    (work / "good.py").write_text(GOOD, encoding="utf-8")
+    return work, env
+
+
+def try_repo(work: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pre_commit", "try-repo", str(ROOT), "cudalint", "--color", "never", *args],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1800,  # the first run builds the hook's virtualenv (libcst, click, pathspec from PyPI)
+    )
+
+
+def test_hook_fails_on_the_bad_file_and_passes_on_the_good_one(repo) -> None:
+    work, env = repo
+    subprocess.run(["git", "add", "bad.py", "good.py"], cwd=work, check=True, env=env)
+    bad = try_repo(work, env, "--files", "bad.py")
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "cudalint" in bad.stdout and "Failed" in bad.stdout
+    assert "bad.py:6:5: CUD001 CUDA_VISIBLE_DEVICES is set after CUDA was initialized by torch.cuda.is_available() (line 5)" in bad.stdout
+    good = try_repo(work, env, "--files", "good.py")
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert "Passed" in good.stdout and "CUD001" not in good.stdout
+
+
+def test_hook_passes_when_nothing_is_staged(repo) -> None:
+    work, env = repo  # bad.py exists but is not staged: the hook has no file to check
+    proc = try_repo(work, env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "(no files to check)Skipped" in proc.stdout
