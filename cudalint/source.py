@@ -107,7 +107,7 @@ def _too_deep(src: Source) -> Optional[Finding]:
     if deepest <= MAX_BRACKET_DEPTH:
         return None
     try:
-        compile(src.text, src.path, "exec", dont_inherit=True, flags=0x400)  # ast.PyCF_ONLY_AST
+        _compile_quietly(src)
     except SyntaxError as exc:
         return problem(src.path, f"syntax error: {exc.msg}", line=exc.lineno or 1, column=exc.offset or 1)
     except (RecursionError, MemoryError, ValueError):
@@ -115,10 +115,19 @@ def _too_deep(src: Source) -> Optional[Finding]:
     return None
 
 
+def _compile_quietly(src: Source) -> None:
+    """Compile to an AST only for CPython's syntax error; its SyntaxWarnings are not the user's concern here."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compile(src.text, src.path, "exec", dont_inherit=True, flags=0x400)  # ast.PyCF_ONLY_AST
+
+
 def _python_says(src: Source) -> Optional[Finding]:
     """CPython's verdict on a file libcst rejected (only then: it costs a second parse)."""
     try:
-        compile(src.text, src.path, "exec", dont_inherit=True, flags=0x400)  # ast.PyCF_ONLY_AST
+        _compile_quietly(src)
     except SyntaxError as exc:
         hint = " (Python 2 syntax?)" if _looks_like_python2(exc) else ""
         return problem(src.path, f"syntax error: {exc.msg}{hint}", line=exc.lineno or 1, column=exc.offset or 1)
