@@ -28,11 +28,11 @@ RULES: dict[str, Rule] = {
     r.code: r
     for r in (
         Rule("CUD001", "cuda-visible-devices-after-init", "CUDA_VISIBLE_DEVICES or CUDA_DEVICE_ORDER set after CUDA was initialized"),
+        Rule("CUD002", "init-time-variable-set-too-late", "a variable a library reads once (at import or at its CUDA initialization) set after that happened"),
+        Rule("CUD003", "cuda-initialized-at-import", "a project module initializes CUDA at import time, and other modules import it", "warning"),
         Rule("CUD004", "gpu-index-wrong-numbering", "an NVML/nvidia-smi GPU index used as a CUDA ordinal, or the reverse"),
         Rule("CUD005", "fork-after-cuda-init", "a child process forked after CUDA was initialized, whose work uses CUDA"),
         Rule("CUD006", "env-write-between-forkserver-starts", "the environment changed between forkserver starts: later children do not see it"),
-        Rule("CUD002", "init-time-variable-set-too-late", "a variable a library reads once (at import or at its CUDA initialization) set after that happened"),
-        Rule("CUD003", "cuda-initialized-at-import", "a project module initializes CUDA at import time, and other modules import it", "warning"),
         Rule("CUD007", "invalid-device-value", "a non-string written to os.environ, or a device value CUDA or the library will not parse as intended"),
         Rule("CUD008", "availability-monkeypatch", "a CUDA availability/initializing API replaced by assignment (torch.cuda.is_available = lambda: False)", "warning"),
         Rule("CUD009", "notebook-shell-export", "`!export VAR=...` in a notebook: it runs in a subshell and does not change the kernel's environment"),
