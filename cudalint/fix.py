@@ -37,7 +37,7 @@ import libcst as cst
 
 from cudalint import source
 from cudalint.findings import Finding
-from cudalint.ir import Branch, Event, Loop, MainGuard, ModuleIR, Try
+from cudalint.ir import Event, ModuleIR, iter_events
 from cudalint.positions import positions
 from cudalint.summarize import literal
 
@@ -477,29 +477,10 @@ def env_write(small: cst.BaseSmallStatement, mod: _Module, need_constant: bool) 
 
 # ---------- IR helpers -----------------------------------------------------------------------
 def _events(ir: ModuleIR) -> Iterator[Event]:
-    def walk(block) -> Iterator[Event]:
-        for node in block:
-            if isinstance(node, Event):
-                yield node
-            elif isinstance(node, Branch):
-                for arm in node.arms:
-                    yield from walk(arm)
-            elif isinstance(node, Loop):
-                yield from walk(node.body)
-                yield from walk(node.orelse)
-            elif isinstance(node, Try):
-                yield from walk(node.body)
-                for h in node.handlers:
-                    yield from walk(h)
-                yield from walk(node.orelse)
-                yield from walk(node.final)
-            elif isinstance(node, MainGuard):
-                yield from walk(node.body)
-                yield from walk(node.orelse)
-
-    yield from walk(ir.top)
+    """Every event of a module: its top level and every function body."""
+    yield from iter_events(ir.top)
     for fn in ir.functions.values():
-        yield from walk(fn.body)
+        yield from iter_events(fn.body)
 
 
 def env_writes(irs: Iterable[ModuleIR]) -> Counter:
