@@ -104,11 +104,17 @@ def suppressed(finding: Finding, mod: Optional[ModuleIR]) -> bool:
     return False
 
 
-def lint_paths(paths: Sequence[str], config: Optional[Config] = None, cache: Optional[Cache] = None) -> LintResult:
+def lint_paths(
+    paths: Sequence[str],
+    config: Optional[Config] = None,
+    cache: Optional[Cache] = None,
+    jobs: Optional[int] = None,
+    prefilter: bool = True,
+) -> LintResult:
     config = config or Config()
     catalogue = load_catalogue(config.extend_catalogue)
     found = discover(paths, exclude=config.exclude + config.extend_exclude, respect_gitignore=config.respect_gitignore)
-    return lint_files(found.files, config, catalogue, extra=found.problems, cache=cache)
+    return lint_files(found.files, config, catalogue, extra=found.problems, cache=cache, jobs=jobs, prefilter=prefilter)
 
 
 def lint_files(
@@ -120,20 +126,48 @@ def lint_files(
     overlay: Optional[dict[str, str]] = None,
     texts: Optional[Mapping[str, str]] = None,
     noqa: bool = True,
+    jobs: Optional[int] = None,
+    prefilter: bool = True,
 ) -> LintResult:
     """Lint `files` together.
 
     `overlay`: path -> text to lint instead of the file's content (how --fix checks a fix; never
     cached). `texts`: contents already read (the flake8 plugin's file) instead of reading them.
     `noqa=False` leaves `# noqa` to the caller (flake8 applies its own).
+    `jobs`: worker processes for the .py files read from disk (default: the usable cores; 1 = in
+    this process). `prefilter`: skip the files that cannot matter (cudalint.prefilter); turned off
+    only to check that it changes nothing.
     """
+    from cudalint import runner
+    from cudalint.serialize import decode, encode
+
     texts = {**(texts or {}), **(overlay or {})}
     modules: list[ModuleIR] = []
     findings: list[Finding] = list(extra)
     notebooks: dict[str, Notebook] = {}
-    count = 0
-    for path in files:
-        count += 1
+    files = list(files)
+    count = len(files)
+    judged = set(build_checks(catalogue, config.enabled, config.target_version))
+    if config.enabled("CUD003"):
+        judged.add("init")  # project_checks: modules that initialize CUDA when imported
+    # files read from disk go through the runner (prefilter, cache, workers); given texts do not
+    disk = [p for p in files if not p.endswith(".ipynb") and p not in texts]
+    others = [p for p in files if p.endswith(".ipynb") or p in texts]
+    loaded = runner.load_files(
+        disk,
+        catalogue,
+        cache=cache,
+        jobs=jobs,
+        prefilter=prefilter and not others,  # a notebook or a given text is not scanned: it may reach any module
+        judged=tuple(sorted(judged)),
+        extend_catalogue=config.extend_catalogue,
+        run_salt=None if texts else repr((config, noqa, [encode(f) for f in findings], _fingerprints(others))),
+    )
+    if loaded.reused is not None:
+        return LintResult(findings=tuple(decode(f) for f in loaded.reused), files=count)
+    findings.extend(loaded.problems)
+    modules.extend(loaded.modules)
+    for path in others:
         if path.endswith(".ipynb"):
             result = load_notebook(path, catalogue, cache)
             if isinstance(result, tuple):
@@ -177,7 +211,20 @@ def lint_files(
     if notebooks:
         kept = [_map_notebooks(f, notebooks) for f in kept]
     kept.sort(key=Finding.sort_key)
+    if cache is not None and loaded.run_key:
+        cache.put_run(loaded.run_key, [encode(f) for f in kept])
     return LintResult(findings=tuple(kept), files=count)
+
+
+def _fingerprints(paths: Sequence[str]) -> str:
+    """The bytes of the files that go around the runner (notebooks), for the whole-run cache key."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for path in paths:
+        data = source.read_bytes(path)
+        h.update(path.encode("utf-8", "surrogateescape") + b"\0" + (data if isinstance(data, bytes) else b"?"))
+    return h.hexdigest() if paths else ""
 
 
 def _per_file_ignored(finding: Finding, config: Config) -> bool:

@@ -11,7 +11,7 @@ import hashlib
 import json
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Union
 
@@ -51,6 +51,11 @@ def code_fingerprint() -> str:
     return h.hexdigest()[:16]
 
 
+def _index_key(path: str) -> str:
+    # summaries hold the path as it was given, so the same file named two ways has two entries
+    return os.path.abspath(path) + "\0" + path
+
+
 def default_cache_dir() -> Path:
     env = os.environ.get("CUDALINT_CACHE_DIR")
     return Path(env) if env else Path.cwd() / CACHE_DIR_NAME
@@ -62,6 +67,9 @@ class Cache:
     salt: str  # version + catalogue fingerprint
     hits: int = 0
     misses: int = 0
+    runs_reused: int = 0
+    _index: Optional[dict] = field(default=None, repr=False)
+    _index_dirty: bool = field(default=False, repr=False)
 
     @classmethod
     def open(cls, directory: Optional[Path], catalogue: Catalogue) -> "Cache":
@@ -72,8 +80,12 @@ class Cache:
         )
 
     def key(self, path: str, modname: str, data: bytes) -> str:
+        return self.make_key(self.salt, path, modname, data)
+
+    @staticmethod
+    def make_key(salt: str, path: str, modname: str, data: bytes) -> str:
         h = hashlib.sha256()
-        h.update(self.salt.encode())
+        h.update(salt.encode())
         h.update(b"\0")
         h.update(path.encode("utf-8", "surrogateescape"))
         h.update(b"\0")
@@ -116,6 +128,106 @@ class Cache:
                 raise
         except (OSError, RecursionError):
             pass  # a read-only or full disk, or an IR nested too deeply for json: the cache is an optimization, never a failure
+
+    # ---------- entries of the pipeline (cudalint.runner): {"result": IR | Finding | None, "checked": bool}
+    def _entry_file(self, key: str) -> Path:
+        return self.directory / "v2" / key[:2] / f"{key}.json"
+
+    def get_entry(self, key: str) -> Optional[dict]:
+        try:
+            with open(self._entry_file(key), encoding="utf-8") as fh:
+                value = json.load(fh)
+        except (OSError, ValueError):
+            self.misses += 1
+            return None
+        if not isinstance(value, dict) or not isinstance(value.get("checked"), bool):
+            self.misses += 1
+            return None
+        self.hits += 1
+        return value
+
+    def put_entry(self, key: str, entry: dict) -> None:
+        self._write(self._entry_file(key), entry)
+
+    # ---------- the index: path -> (mtime_ns, size, key, scan), like ruff's mtime check ----------
+    # An unchanged stat stands for unchanged bytes, so a warm run hashes nothing; a mismatch falls
+    # back to reading and hashing the file. The index only names keys: entries stay content-keyed.
+    def _index_file(self) -> Path:
+        return self.directory / "index" / (hashlib.sha256(self.salt.encode()).hexdigest()[:16] + ".json")
+
+    def _load_index(self) -> dict:
+        if self._index is None:
+            try:
+                with open(self._index_file(), encoding="utf-8") as fh:
+                    data = json.load(fh)
+                self._index = data if isinstance(data, dict) else {}
+            except (OSError, ValueError):
+                self._index = {}
+        return self._index
+
+    def lookup(self, path: str) -> Optional[tuple[str, list]]:
+        """(key, scan) recorded for `path` if its mtime and size are unchanged."""
+        hit = self._load_index().get(_index_key(path))
+        if not isinstance(hit, list) or len(hit) != 4:
+            return None
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        if [st.st_mtime_ns, st.st_size] != hit[0:2] or not isinstance(hit[2], str) or not isinstance(hit[3], list) or len(hit[3]) != 4:
+            return None
+        return hit[2], hit[3]
+
+    def remember(self, path: str, stamp: tuple[int, int], key: str, scan: list) -> None:
+        self._load_index()[_index_key(path)] = [stamp[0], stamp[1], key, scan]
+        self._index_dirty = True
+
+    def save_index(self) -> None:
+        if self._index_dirty:
+            # another run sharing the cache may have written entries for other paths meanwhile
+            mine = self._index or {}
+            self._index = None
+            merged = dict(self._load_index())
+            merged.update(mine)
+            self._index = merged
+            self._write(self._index_file(), merged)
+            self._index_dirty = False
+
+    # ---------- whole-run results: findings for a set of keys and a configuration -----------------
+    def _run_file(self, key: str) -> Path:
+        return self.directory / "runs" / f"{key}.json"
+
+    def get_run(self, key: str) -> Optional[list]:
+        try:
+            with open(self._run_file(key), encoding="utf-8") as fh:
+                value = json.load(fh)
+        except (OSError, ValueError):
+            return None
+        if not isinstance(value, list):
+            return None
+        self.runs_reused += 1
+        return value
+
+    def put_run(self, key: str, findings: list) -> None:
+        self._write(self._run_file(key), findings)
+
+    def _write(self, target: Path, value: object) -> None:
+        try:
+            self._prepare()
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".json")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    json.dump(value, fh, separators=(",", ":"))
+                os.replace(tmp, target)
+            except BaseException:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+                raise
+        except OSError:
+            pass
 
     def _prepare(self) -> None:
         if (self.directory / "CACHEDIR.TAG").exists():

@@ -22,9 +22,25 @@ def test_cached_and_uncached_findings_are_identical(tmp_path: Path, monkeypatch)
     assert cache.hits == 0 and cache.misses > 0
     warm_cache = Cache.open(tmp_path / "cache", load_catalogue())
     warm = lint_paths(["fixtures"], cache=warm_cache)
-    assert warm_cache.misses == 0 and warm_cache.hits == cache.misses
+    # nothing changed: the whole run's result is reused, no summary is even read
+    assert warm_cache.runs_reused == 1 and warm_cache.hits == 0 and warm_cache.misses == 0
     plain = lint_paths(["fixtures"])
     assert _findings(cold) == _findings(warm) == _findings(plain)
+
+
+def test_entries_are_reused_when_one_file_changes(tmp_path: Path) -> None:
+    src = tmp_path / "proj"
+    shutil.copytree(FIXTURES / "CUD001", src)
+    cache = Cache.open(tmp_path / "cache", load_catalogue())
+    cold = lint_paths([str(src)], cache=cache)
+    assert cache.hits == 0 and cache.misses > 1
+    touched = src / "good_write_first.py"
+    touched.write_text(touched.read_text() + "\n# touched\n")
+    again = Cache.open(tmp_path / "cache", load_catalogue())
+    warm = lint_paths([str(src)], cache=again)
+    assert again.runs_reused == 0
+    assert again.misses == 1 and again.hits == cache.misses - 1
+    assert _findings(cold) == _findings(warm) == _findings(lint_paths([str(src)]))
 
 
 def test_cache_entries_are_plain_json_and_corruption_is_a_miss(tmp_path: Path) -> None:

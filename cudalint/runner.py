@@ -1,0 +1,253 @@
+"""Turn a list of files into module summaries: scan, select, parse, summarize; cached and in parallel.
+
+Two passes over the files, each in worker processes when there are many:
+1. scan every file's bytes (cudalint.prefilter) and hash them (the cache key);
+2. summarize the files the prefilter selects; every other file only gets CPython's own parser run
+   over it, so that a file with a syntax error still gets its CUD900 (libcst then says where).
+
+Workers are started with the spawn method (no state inherited from the parent), receive paths and
+send back plain data (cudalint.serialize), never pickled objects of ours. Results are merged by path,
+so the output does not depend on which worker finished first.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from multiprocessing import get_context
+from typing import Any, Callable, Iterable, Optional, Sequence, Union
+
+from cudalint import source
+from cudalint.cache import Cache
+from cudalint.catalogue import Catalogue, load_catalogue
+from cudalint.findings import Finding
+from cudalint.ir import ModuleIR
+from cudalint.prefilter import Scan, scan, select
+from cudalint.project import module_name
+from cudalint.serialize import decode, encode
+
+# below this many files a pool costs more (interpreter start-up, imports) than it saves
+PARALLEL_MIN_FILES = 64
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    path: str
+    module: str
+    is_package: bool
+
+
+@dataclass
+class Loaded:
+    modules: list[ModuleIR]  # summarized files, and empty stand-ins for those the prefilter skipped
+    problems: list[Finding]  # CUD900 findings, in file order
+    summarized: int = 0  # files that got a syntax tree in this run (cache misses)
+    skipped: int = 0  # files the prefilter decided need no summary
+    run_key: str = ""  # names this exact input (every file's key, the configuration): see Cache.get_run
+    reused: Optional[list] = None  # findings of an earlier run with the same run_key
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def load_files(
+    paths: Sequence[str],
+    catalogue: Catalogue,
+    cache: Optional[Cache] = None,
+    jobs: Optional[int] = None,
+    prefilter: bool = True,
+    judged: Iterable[str] = ("env_write",),
+    extend_catalogue: Sequence[str] = (),
+    run_salt: Optional[str] = "",
+) -> Loaded:
+    """Summaries of `paths` (module IR, or stand-ins for skipped files) and their CUD900 findings.
+
+    `run_salt` names everything else the run's findings depend on (the configuration); with a cache,
+    a run over unchanged files with the same salt returns the earlier findings (`reused`). None:
+    the findings depend on more than these files, so nothing is reused."""
+    infos = [_info(p) for p in paths]
+    jobs = default_jobs() if jobs is None else max(1, jobs)
+    salt = cache.salt if cache is not None else ""
+    pool = _Pool(jobs if len(infos) >= PARALLEL_MIN_FILES else 1, tuple(extend_catalogue), catalogue)
+    try:
+        # pass 1: keys and scans (from the cache's index when the file's mtime and size are unchanged)
+        keys: dict[str, str] = {}
+        scans: dict[str, Scan] = {}
+        problems: dict[str, Finding] = {}
+        todo: list[FileInfo] = []
+        for info in infos:
+            hint = cache.lookup(info.path) if cache is not None else None
+            if hint is not None:
+                keys[info.path], scans[info.path] = hint[0], _scan_from(hint[1])
+            else:
+                todo.append(info)
+        for path, key, raw, stamp in pool.map(_scan_task, [(i, salt) for i in todo]):
+            if isinstance(raw, dict):
+                problems[path] = decode(raw)
+            else:
+                keys[path], scans[path] = key, _scan_from(raw)
+                if cache is not None and stamp is not None:
+                    cache.remember(path, stamp, key, raw)
+        run_key = ""
+        if cache is not None and run_salt is not None:
+            h = hashlib.sha256(f"{salt}\0{run_salt}\0{prefilter}\0{sorted(judged)}".encode())
+            for info in infos:
+                h.update(f"\0{info.path}\0{keys.get(info.path, '')}".encode())
+            for path in sorted(problems):
+                h.update(json.dumps(encode(problems[path])).encode())
+            run_key = h.hexdigest()
+            reused = cache.get_run(run_key)
+            if reused is not None:
+                cache.save_index()
+                return Loaded(modules=[], problems=[], run_key=run_key, reused=reused)
+        chosen = set(scans) if not prefilter else select(scans, {i.path: i.module for i in infos if i.path in scans}, judged)
+        # pass 2: summaries of the chosen files, a syntax check of the others
+        results: dict[str, Any] = {}
+        work: list[tuple[FileInfo, str, bool, str]] = []
+        for info in infos:
+            if info.path not in scans:
+                continue
+            want = info.path in chosen
+            entry = cache.get_entry(keys[info.path]) if cache is not None else None
+            if entry is not None and (entry.get("result") is not None or (not want and entry.get("checked"))):
+                results[info.path] = entry
+            else:
+                work.append((info, keys[info.path], want, salt))
+        summarized = 0
+        for path, entry in pool.map(_summary_task, work, cache_dir=str(cache.directory) if cache is not None else None):
+            results[path] = entry
+            summarized += entry.get("result") is not None
+    finally:
+        pool.close()
+    modules: list[ModuleIR] = []
+    out_problems: list[Finding] = []
+    skipped = 0
+    for info in infos:
+        if info.path in problems:
+            out_problems.append(problems[info.path])
+            continue
+        entry = results.get(info.path)
+        value = decode(entry["result"]) if entry is not None and entry.get("result") is not None else None
+        if isinstance(value, Finding):
+            out_problems.append(value)
+        elif isinstance(value, ModuleIR) and info.path in chosen:
+            modules.append(value)
+        else:
+            skipped += 1
+            # resolves like the real module, runs nothing and returns: what its summary would say
+            modules.append(ModuleIR(path=info.path, module=info.module, top=()))
+    if cache is not None:
+        cache.save_index()
+    return Loaded(modules=modules, problems=out_problems, summarized=summarized, skipped=skipped, run_key=run_key)
+
+
+def _info(path: str) -> FileInfo:
+    modname, is_package = module_name(os.path.abspath(path))
+    return FileInfo(path=path, module=modname, is_package=is_package)
+
+
+def _scan_from(raw: Sequence[Any]) -> Scan:
+    direct, exposed, may_stop, imports = raw
+    return Scan(direct=bool(direct), exposed=bool(exposed), may_stop=bool(may_stop), imports=tuple(imports))
+
+
+def _scan_raw(s: Scan) -> list:
+    return [s.direct, s.exposed, s.may_stop, list(s.imports)]
+
+
+# ---------- work done in a worker (or in-process when serial) ------------------------------------
+def _catalogue(ctx: Union[Catalogue, tuple[str, ...]]) -> Catalogue:
+    # in-process the caller's catalogue itself; in a worker the same files loaded again
+    return ctx if isinstance(ctx, Catalogue) else load_catalogue(ctx)
+
+
+def _scan_task(item: tuple[FileInfo, str], extra) -> tuple[str, str, Any, Optional[tuple[int, int]]]:
+    info, salt = item
+    try:
+        st = os.stat(info.path)
+        stamp: Optional[tuple[int, int]] = (st.st_mtime_ns, st.st_size)  # before reading: never newer than the bytes
+    except OSError:
+        stamp = None
+    data = source.read_bytes(info.path)
+    if isinstance(data, Finding):
+        return info.path, "", encode(data), None
+    key = Cache.make_key(salt, info.path, info.module, data)
+    return info.path, key, _scan_raw(scan(data, _catalogue(extra), info.module, info.is_package)), stamp
+
+
+def _summary_task(item: tuple[FileInfo, str, bool, str], extra, cache_dir: Optional[str]) -> tuple[str, dict]:
+    info, key, want, salt = item
+    data = source.read_bytes(info.path)
+    if isinstance(data, Finding):
+        return info.path, {"result": encode(data)}
+    result: Union[ModuleIR, Finding, None] = None
+    if want or not _compiles(data):
+        result = summarize_bytes(info.path, data, info.module, info.is_package, _catalogue(extra))
+        if isinstance(result, ModuleIR) and not want:
+            result = None  # CPython refused it but libcst did not: not our finding, not needed
+    entry = {"result": encode(result) if result is not None else None, "checked": True}
+    if cache_dir is not None:
+        from pathlib import Path
+
+        # the key was made from the bytes read in pass 1; a file changed since is summarized
+        # under its old key, which a later run never asks for
+        Cache(directory=Path(cache_dir), salt=salt).put_entry(key, entry)
+    return info.path, entry
+
+
+def _compiles(data: bytes) -> bool:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(data, "<cudalint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        return True
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return False
+
+
+def summarize_bytes(path: str, data: bytes, modname: str, is_package: bool, catalogue: Catalogue) -> Union[ModuleIR, Finding]:
+    from cudalint.api import _summarize_bytes  # one way to summarize, the library's own
+
+    return _summarize_bytes(path, data, modname, is_package, catalogue)
+
+
+def _run_chunk(fn_name: str, items: list, extra: tuple[str, ...], kwargs: dict) -> list:
+    fn = globals()[fn_name]
+    return [fn(item, extra, **kwargs) for item in items]
+
+
+class _Pool:
+    """A spawn-context process pool started on first use, or plain calls when `jobs` is 1."""
+
+    def __init__(self, jobs: int, extra: tuple[str, ...], catalogue: Catalogue):
+        self.jobs = jobs
+        self.extra = extra
+        self.catalogue = catalogue
+        self.executor: Optional[ProcessPoolExecutor] = None
+
+    def map(self, fn: Callable, items: list, **kwargs: Any) -> list:
+        if not items:
+            return []
+        if self.jobs <= 1 or len(items) < PARALLEL_MIN_FILES:
+            return [fn(item, self.catalogue, **kwargs) for item in items]
+        if self.executor is None:
+            self.executor = ProcessPoolExecutor(max_workers=self.jobs, mp_context=get_context("spawn"))
+        # many small chunks keep both workers busy to the end; order is restored by `map`
+        size = max(1, min(64, len(items) // (self.jobs * 8)))
+        chunks = [items[i : i + size] for i in range(0, len(items), size)]
+        out: list = []
+        for part in self.executor.map(_run_chunk, [fn.__name__] * len(chunks), chunks, [self.extra] * len(chunks), [kwargs] * len(chunks)):
+            out.extend(part)
+        return out
+
+    def close(self) -> None:
+        if self.executor is not None:
+            self.executor.shutdown()
