@@ -1,0 +1,172 @@
+"""The prefilter, the worker pool and the cache change how fast a run is, never what it finds.
+
+Each test compares a run against the plain one (serial, every file parsed, no cache) on the same
+files: the fixtures, and generated multi-module programs in which most files mention nothing the
+catalogue cares about but import, call and raise through each other.
+"""
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cudalint import runner
+from cudalint.api import lint_paths
+from cudalint.cache import Cache
+from cudalint.catalogue import load_catalogue
+from cudalint.prefilter import scan
+from tests.fixture_expectations import FIXTURES
+
+
+def _json(result):
+    return [f.to_json() for f in result.findings]
+
+
+def _all_ways(target: str, tmp_path: Path, monkeypatch, parallel: bool = True) -> list:
+    plain = lint_paths([target], jobs=1, prefilter=False)
+    runs = {
+        "prefiltered": lint_paths([target], jobs=1),
+        "cold cache": lint_paths([target], jobs=1, cache=Cache.open(tmp_path / "c1", load_catalogue())),
+        "warm cache": lint_paths([target], jobs=1, cache=Cache.open(tmp_path / "c1", load_catalogue())),
+    }
+    if parallel:  # spawning workers costs a second or two: done on a few inputs only
+        monkeypatch.setattr(runner, "PARALLEL_MIN_FILES", 1)
+        runs["parallel"] = lint_paths([target], jobs=2)
+        runs["parallel, cache"] = lint_paths([target], jobs=2, cache=Cache.open(tmp_path / "c2", load_catalogue()))
+    for name, result in runs.items():
+        assert _json(result) == _json(plain), name
+        assert result.files == plain.files, name
+    return _json(plain)
+
+
+def test_fixtures_same_findings_every_way(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(FIXTURES.parent)
+    found = _all_ways("fixtures", tmp_path, monkeypatch)
+    assert found  # the fixtures do have findings
+
+
+# ---------- generated programs ------------------------------------------------------------------
+_EFFECTS = [
+    "torch.cuda.init()",
+    "torch.cuda.is_available()",
+    "x = torch.zeros(3, device='cuda')",
+    "t.cuda()",
+    "os.environ['CUDA_VISIBLE_DEVICES'] = '0'",
+    "os.environ['CUDA_DEVICE_ORDER'] = 'PCI_BUS_ID'",
+]
+_PLAIN = ["y = 1", "print('hello')", "z = [i for i in range(3)]", "pass"]
+_STOPS = ["raise ValueError('no')", "sys.exit(1)", "while True:\n        pass"]
+
+
+def _program(rng: random.Random, root: Path) -> None:
+    n = rng.randint(4, 9)
+    names = [f"m{i}" for i in range(n)]
+    pkg = root / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    for i, name in enumerate(names):
+        lines = ["import os", "import sys", "import torch", "t = None"] if rng.random() < 0.4 else []
+        others = [m for m in names if m != name]
+        funcs = []
+        for j in range(rng.randint(1, 3)):
+            body = []
+            for _ in range(rng.randint(1, 3)):
+                r = rng.random()
+                if r < 0.25 and lines:
+                    body.append(rng.choice(_EFFECTS))
+                elif r < 0.45 and others:
+                    other = rng.choice(others)
+                    body.append(f"from pkg import {other}\n    {other}.f{rng.randint(0, 2)}()")
+                elif r < 0.6:
+                    body.append(rng.choice(_STOPS) if "import sys" in lines else "raise ValueError('no')")
+                else:
+                    body.append(rng.choice(_PLAIN))
+            if rng.random() < 0.3:
+                body = [f"if y:\n        {body[0]}"] + body[1:]
+            funcs.append(f"def f{j}():\n    " + "\n    ".join(body))
+        top = []
+        for _ in range(rng.randint(0, 3)):
+            r = rng.random()
+            if r < 0.4 and others:
+                top.append(f"from pkg import {rng.choice(others)}")
+            elif r < 0.6 and lines:
+                top.append(rng.choice(_EFFECTS))
+            elif r < 0.8 and others:
+                other = rng.choice(others)
+                top.append(f"import pkg.{other}\npkg.{other}.f{rng.randint(0, 2)}()")
+            else:
+                top.append(f"f{rng.randint(0, len(funcs) - 1)}()")
+        text = "\n".join(lines + ["y = 0"] + funcs + top) + "\n"
+        (pkg / f"{name}.py").write_text(text)
+    main = ["import os", "import torch", "from pkg import " + ", ".join(rng.sample(names, k=min(2, n)))]
+    for name in rng.sample(names, k=min(3, n)):
+        main.append(f"import pkg.{name}")
+        main.append(f"pkg.{name}.f{rng.randint(0, 2)}()")
+    main.append("os.environ['CUDA_VISIBLE_DEVICES'] = '1'")
+    (root / "main.py").write_text("\n".join(main) + "\n")
+    (root / "broken.py").write_text("def f(:\n    pass\n")  # relevant to nothing, still a CUD900
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_generated_programs_same_findings_every_way(seed: int, tmp_path: Path, monkeypatch) -> None:
+    rng = random.Random(seed)
+    src = tmp_path / "src"
+    src.mkdir()
+    _program(rng, src)
+    found = _all_ways(str(src), tmp_path, monkeypatch, parallel=seed < 2)
+    assert any(f["code"] == "CUD900" and f["path"].endswith("broken.py") for f in found)
+
+
+def test_generated_programs_do_skip_files(tmp_path: Path) -> None:
+    """The equivalence above is not vacuous: across the seeds, the prefilter does skip files."""
+    skipped = total = 0
+    for seed in range(40):
+        src = tmp_path / str(seed)
+        src.mkdir()
+        _program(random.Random(seed), src)
+        files = sorted(str(p) for p in src.rglob("*.py"))
+        loaded = runner.load_files(files, load_catalogue(), jobs=1)
+        skipped += loaded.skipped
+        total += len(files)
+    assert 0.1 * total < skipped < total
+
+
+def test_scan_sees_what_the_summarizer_sees() -> None:
+    cat = load_catalogue()
+    plain = scan(b"import json\ndef f():\n    return json.dumps({})\n", cat, "m", False)
+    assert not plain.direct and not plain.exposed and not plain.may_stop
+    assert scan(b"import torch as T\nT.cuda.init()\n", cat, "m", False).direct
+    assert scan(b"def f(x):\n    return x.cuda()\n", cat, "m", False).direct
+    assert scan(b"import os\nos.environ['A'] = '1'\n", cat, "m", False).exposed
+    assert scan(b"def f():\n    raise ValueError\n", cat, "m", False).may_stop
+    imports = scan(
+        b"from . import sib\nfrom ..up import (a as b,\n  c)\nimport pkg.mod as pm\nif x: import q\npm.sub.f()\nsib.g.h()\n",
+        cat, "pkg.sub.m", False,
+    ).imports
+    for name in ("pkg.sub.sib", "pkg.sub.sib.g", "pkg.up", "pkg.up.a", "pkg.up.c", "pkg.mod", "pkg.mod.sub", "q"):
+        assert name in imports, name
+
+
+def test_cache_is_shared_safely_by_two_runs(tmp_path: Path, monkeypatch) -> None:
+    """Two runs writing the same cache at once: every entry stays whole JSON, findings unchanged."""
+    import json
+    import threading
+
+    src = tmp_path / "proj"
+    shutil.copytree(FIXTURES / "CUD001", src)
+    expected = _json(lint_paths([str(src)], jobs=1))
+    results = []
+
+    def run() -> None:
+        results.append(_json(lint_paths([str(src)], jobs=1, cache=Cache.open(tmp_path / "cache", load_catalogue()))))
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [expected, expected]
+    for entry in (tmp_path / "cache").rglob("*.json"):
+        json.loads(entry.read_text())
