@@ -174,7 +174,7 @@ class Cache:
             st = os.stat(path)
         except OSError:
             return None
-        if [st.st_mtime_ns, st.st_size] != hit[0:2] or not isinstance(hit[2], str) or not isinstance(hit[3], list) or len(hit[3]) != 4:
+        if [st.st_mtime_ns, st.st_size] != hit[0:2] or not isinstance(hit[2], str) or not isinstance(hit[3], list) or len(hit[3]) != 3:
             return None
         return hit[2], hit[3]
 

@@ -25,6 +25,7 @@ def _codes(values: tuple[str, ...]) -> tuple[str, ...]:
 @click.option("--explain", metavar="CODE", help="Print the documentation of a rule and exit.")
 @click.option("--no-gitignore", is_flag=True, help="Also lint files that .gitignore ignores.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the summary cache.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes [default: the usable cores].")
 @click.option(
     "--cache-dir",
     type=click.Path(file_okay=False),
@@ -50,7 +51,7 @@ def _codes(values: tuple[str, ...]) -> tuple[str, ...]:
 @click.version_option(__version__, prog_name="cudalint")
 def cli(
     paths, select, ignore, exclude, fmt, explain, no_gitignore, no_cache, cache_dir,
-    statistics, output_file, fix, diff, config_file=None, target_version=None, extend_catalogue=(),
+    statistics, output_file, fix, diff, config_file=None, target_version=None, extend_catalogue=(), jobs=None,
 ) -> None:
     """Find GPU bugs that raise no error. Lints PATHS (default: the current directory)."""
     from cudalint.registry import RULES, doc, doc_path
@@ -97,7 +98,7 @@ def cli(
         from cudalint.cache import Cache
 
         cache = Cache.open(Path(cache_dir) if cache_dir else None, catalogue)
-    result = lint_paths(targets, config, cache=cache)
+    result = lint_paths(targets, config, cache=cache, jobs=jobs)
     from cudalint.outputs import write_report
 
     write_report(result, fmt=fmt, output_file=output_file, statistics=statistics)

@@ -48,15 +48,14 @@ _DUNDER = re.compile(r"^__\w+__$")
 class Scan:
     """What the byte scan learned about one file (plain data: cached with the summary)."""
 
-    direct: bool  # may have catalogue effects
-    exposed: bool  # may have effects a check judges (every effect but initializing CUDA)
+    kinds: tuple[str, ...]  # event kinds its catalogue effects may produce ("*": any); () = none
     may_stop: bool  # may contain a path that never returns (raise, while, an exiting call)
     imports: tuple[str, ...]  # absolute module names it may import or reach by attribute
 
 
 @dataclass(frozen=True)
 class _Clause:
-    exposed: bool  # produces events other than "init"
+    kinds: tuple[str, ...]  # the event kinds a match may produce; "*" for effects not modelled here
     root: str  # "" when any file qualifies (builtins)
     words: tuple[bytes, ...]  # all must appear
 
@@ -66,6 +65,7 @@ class _Triggers:
         clauses: list[_Clause] = []
         stops: set[bytes] = set()
         methods: set[str] = set()
+        method_kinds: set[str] = set()
         returns: dict[bytes, set[str]] = {}  # word of an entry with `returns` -> root of the type
         for api in catalogue.apis:
             if api.kind == "probe":
@@ -77,10 +77,18 @@ class _Triggers:
                     returns.setdefault(last.encode(), set()).add(api.get("returns").split(".")[0])
             if api.get("exits"):
                 stops.add(api.name.rsplit(".", 1)[-1].encode())
-            if not api.initializes and not (effects - {"returns", "exits"}):
+            kinds = set()
+            if api.initializes:
+                kinds.add("init")
+            if api.init is not None and api.kind == "call" and not api.is_glob:
+                kinds.add("monkeypatch")  # `torch.cuda.is_available = ...`
+            if effects - {"returns", "exits"}:
+                kinds.add("*")
+            if not kinds:
                 continue  # produces no event of its own
             if api.kind == "method":
                 methods.add(api.name)
+                method_kinds.update(kinds)
                 continue
             parts = api.name.split(".")
             root = parts[0]
@@ -88,35 +96,33 @@ class _Triggers:
             for slots, _pattern in api.match:
                 if api.is_glob:
                     words.extend(s for s in slots if not s.isdigit())
-            exposed = bool(effects - {"returns", "exits"})
-            clauses.append(_Clause(exposed, "" if root == "builtins" else root, tuple(w.encode() for w in words if w)))
+            clauses.append(_Clause(tuple(sorted(kinds)), "" if root == "builtins" else root, tuple(w.encode() for w in words if w)))
         for env in catalogue.env:
             if env.frozen_by.startswith("import:"):
                 module = env.frozen_by.split(":", 1)[1]
                 parts = module.split(".")
-                clauses.append(_Clause(False, parts[0], tuple(p.encode() for p in parts[1:])))
+                clauses.append(_Clause(("import_lib",), parts[0], tuple(p.encode() for p in parts[1:])))
         self.clauses = tuple(clauses)
+        self.method_kinds = tuple(sorted(method_kinds))
         self.stops = frozenset(stops | _STOP_WORDS)
         self.returns = {k: frozenset(v) for k, v in returns.items()}
         self.method_re = re.compile(rb"\.\s*(?:" + b"|".join(re.escape(m.encode()) for m in sorted(methods)) + rb")\b") if methods else None
 
-    def effects(self, words: frozenset, data: bytes, own_root: str) -> tuple[bool, bool]:
-        """(has effects, has effects other than initializing CUDA)."""
+    def kinds(self, words: frozenset, data: bytes, own_root: str) -> tuple[str, ...]:
+        """The event kinds the file's catalogue effects may produce."""
         roots = {own_root.encode()} if own_root else set()
         for word, types in self.returns.items():
             if word in words:
                 roots.update(t.encode() for t in types)
-        direct = False
+        kinds: set[str] = set()
         for clause in self.clauses:
             if clause.root and clause.root.encode() not in words and clause.root.encode() not in roots:
                 continue
             if all(w in words for w in clause.words):
-                direct = True
-                if clause.exposed:
-                    return True, True
-        if not direct and self.method_re is not None and self.method_re.search(data):
-            direct = True  # method entries (x.cuda(), x.to("cuda")) initialize CUDA
-        return direct, False
+                kinds.update(clause.kinds)
+        if self.method_re is not None and self.method_re.search(data):
+            kinds.update(self.method_kinds)  # x.cuda(), x.to("cuda")
+        return tuple(sorted(kinds))
 
 
 def _word_of(name: str) -> str:
@@ -144,9 +150,9 @@ def scan(data: bytes, catalogue: Catalogue, modname: str, is_package: bool) -> S
     words = frozenset(_WORD.findall(data))
     trig = _triggers(catalogue)
     own_root = modname.split(".", 1)[0]
-    direct, exposed = trig.effects(words, data, own_root)
+    kinds = trig.kinds(words, data, own_root)
     may_stop = not trig.stops.isdisjoint(words)
-    return Scan(direct=direct, exposed=exposed, may_stop=may_stop, imports=_imports(data, modname, is_package))
+    return Scan(kinds=kinds, may_stop=may_stop, imports=_imports(data, modname, is_package))
 
 
 def _imports(data: bytes, modname: str, is_package: bool) -> tuple[str, ...]:
@@ -222,8 +228,8 @@ def _relative(package: str, level: int, mod: str) -> Optional[str]:
 def select(scans: Mapping[str, Scan], modules: Mapping[str, str], judged: Iterable[str] = ("env_write",)) -> set[str]:
     """The files (of `scans`, by path) that need a summary; `modules` maps each path to its module name.
 
-    `judged`: the event kinds the enabled checks judge. A check on "init" or "import_lib" events
-    makes every file with effects a source of findings.
+    `judged`: the event kinds the enabled checks judge (plus "init" when CUD003 looks at modules
+    that initialize CUDA when imported). A file whose effects may produce one is a source of findings.
     """
     index = _Index(modules)
     edges = {path: index.targets(path, scan.imports) for path, scan in scans.items()}
@@ -231,11 +237,11 @@ def select(scans: Mapping[str, Scan], modules: Mapping[str, str], judged: Iterab
     for path, targets in edges.items():
         for t in targets:
             importers.setdefault(t, []).append(path)
-    every = bool({"init", "import_lib"} & set(judged))
+    judged = set(judged) | {"*"}
     # files whose walk may reach an event a check judges: those with such events and their importers
-    relevant = _up_closure((p for p, s in scans.items() if s.exposed or (every and s.direct)), importers)
+    relevant = _up_closure((p for p, s in scans.items() if judged.intersection(s.kinds)), importers)
     # files that may establish a fact or cut a path short, seen from an importer or caller
-    matter = _up_closure((p for p, s in scans.items() if s.direct or s.may_stop), importers)
+    matter = _up_closure((p for p, s in scans.items() if s.kinds or s.may_stop), importers)
     out = set(relevant)
     todo = list(relevant)
     while todo:

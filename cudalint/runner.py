@@ -155,12 +155,12 @@ def _info(path: str) -> FileInfo:
 
 
 def _scan_from(raw: Sequence[Any]) -> Scan:
-    direct, exposed, may_stop, imports = raw
-    return Scan(direct=bool(direct), exposed=bool(exposed), may_stop=bool(may_stop), imports=tuple(imports))
+    kinds, may_stop, imports = raw
+    return Scan(kinds=tuple(kinds), may_stop=bool(may_stop), imports=tuple(imports))
 
 
 def _scan_raw(s: Scan) -> list:
-    return [s.direct, s.exposed, s.may_stop, list(s.imports)]
+    return [list(s.kinds), s.may_stop, list(s.imports)]
 
 
 # ---------- work done in a worker (or in-process when serial) ------------------------------------
