@@ -343,12 +343,12 @@ class _Summarizer(ThreadEvents):
         if isinstance(expr, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
             # a comprehension's element runs once per item: a loop (threads started in it are several)
             inner: list[Node] = []
-            for child in expr.children:
+            for child in _children(expr):
                 self.expr(child, scope, inner)
             if inner:
                 out.append(Loop(body=tuple(inner), orelse=(), loc=self.loc_node(expr)))
             return
-        for child in expr.children:
+        for child in _children(expr):
             self.expr(child, scope, out)
 
     def call(self, call: cst.Call, scope: _Scope, out: list[Node]) -> None:
@@ -570,7 +570,7 @@ class _Summarizer(ThreadEvents):
             exhaustive = any(isinstance(c.pattern, cst.MatchAs) and c.pattern.pattern is None and c.guard is None for c in stmt.cases)
             out.append(Branch(arms=arms, exhaustive=exhaustive))
         else:
-            for child in stmt.children:
+            for child in _children(stmt):
                 self.expr(child, scope, out)
 
     def orelse_block(self, orelse: Optional[cst.CSTNode], scope: _Scope) -> Block:
@@ -656,7 +656,7 @@ class _Summarizer(ThreadEvents):
         elif isinstance(small, (cst.Pass, cst.Nonlocal)):
             pass
         else:
-            for child in small.children:
+            for child in _children(small):
                 self.expr(child, scope, out)
 
     def subscript_key(self, target: cst.Subscript, scope: _Scope) -> str:
@@ -811,6 +811,30 @@ class _Summarizer(ThreadEvents):
             inner = _Scope(qualname=f"{scope.qualname}.{name}", parent=scope)
             out.extend(self.suite(node.body, inner))
         self._scope = scope
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """A node's child nodes in source order, like `node.children` at a fraction of its cost.
+
+    libcst computes `children` by running a visitor over the node (a third of the summarizer's
+    time on torch's sources); the dataclass fields hold the same nodes in the same order.
+    """
+    names = _FIELDS.get(type(node))
+    if names is None:
+        import dataclasses
+
+        names = _FIELDS[type(node)] = tuple(f.name for f in dataclasses.fields(node))
+    out: list[cst.CSTNode] = []
+    for name in names:
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            out.append(value)
+        elif isinstance(value, (list, tuple)):
+            out.extend(v for v in value if isinstance(v, cst.CSTNode))
+    return out
 
 
 def _params(params: cst.Parameters) -> list[cst.Param]:
