@@ -150,18 +150,20 @@ def lint_files(
     judged = set(build_checks(catalogue, config.enabled, config.target_version))
     if config.enabled("CUD003"):
         judged.add("init")  # project_checks: modules that initialize CUDA when imported
-    # files read from disk go through the runner (prefilter, cache, workers); given texts do not
-    disk = [p for p in files if not p.endswith(".ipynb") and p not in texts]
-    others = [p for p in files if p.endswith(".ipynb") or p in texts]
+    # .py files go through the runner (prefilter, cache, workers); notebooks are loaded here
+    py_files = [p for p in files if not p.endswith(".ipynb")]
+    others = [p for p in files if p.endswith(".ipynb")]
     loaded = runner.load_files(
-        disk,
+        py_files,
         catalogue,
         cache=cache,
         jobs=jobs,
-        prefilter=prefilter and not others,  # a notebook or a given text is not scanned: it may reach any module
+        prefilter=prefilter and not others,  # a notebook is not scanned: it may reach any module
         judged=tuple(sorted(judged)),
         extend_catalogue=config.extend_catalogue,
-        run_salt=None if texts else repr((config, noqa, [encode(f) for f in findings], _fingerprints(others))),
+        run_salt=None if overlay else repr((config, noqa, [encode(f) for f in findings], _fingerprints(others))),
+        texts=texts,
+        uncached=tuple(overlay or ()),
     )
     if loaded.reused is not None:
         return LintResult(findings=tuple(decode(f) for f in loaded.reused), files=count)

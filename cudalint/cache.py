@@ -129,31 +129,11 @@ class Cache:
         except (OSError, RecursionError):
             pass  # a read-only or full disk, or an IR nested too deeply for json: the cache is an optimization, never a failure
 
-    # ---------- entries of the pipeline (cudalint.runner): {"result": IR | Finding | None, "checked": bool}
-    def _entry_file(self, key: str) -> Path:
-        return self.directory / "v2" / key[:2] / f"{key}.json"
-
-    def get_entry(self, key: str) -> Optional[dict]:
-        try:
-            with open(self._entry_file(key), encoding="utf-8") as fh:
-                value = json.load(fh)
-        except (OSError, ValueError):
-            self.misses += 1
-            return None
-        if not isinstance(value, dict) or not isinstance(value.get("checked"), bool):
-            self.misses += 1
-            return None
-        self.hits += 1
-        return value
-
-    def put_entry(self, key: str, entry: dict) -> None:
-        self._write(self._entry_file(key), entry)
-
-    # ---------- the index: path -> (mtime_ns, size, key, scan), like ruff's mtime check ----------
+    # ---------- the index: path -> (mtime_ns, size, key, scan, checked), like ruff's mtime check ---
     # An unchanged stat stands for unchanged bytes, so a warm run hashes nothing; a mismatch falls
     # back to reading and hashing the file. The index only names keys: entries stay content-keyed.
     def _index_file(self) -> Path:
-        return self.directory / "index" / (hashlib.sha256(self.salt.encode()).hexdigest()[:16] + ".json")
+        return self.directory / "index" / (hashlib.sha256(self.salt.encode()).hexdigest()[:16] + ".idx")
 
     def _load_index(self) -> dict:
         if self._index is None:
@@ -165,10 +145,11 @@ class Cache:
                 self._index = {}
         return self._index
 
-    def lookup(self, path: str) -> Optional[tuple[str, list]]:
-        """(key, scan) recorded for `path` if its mtime and size are unchanged."""
+    def lookup(self, path: str) -> Optional[tuple[str, list, bool]]:
+        """(key, scan, checked) recorded for `path` if its mtime and size are unchanged; `checked`:
+        the prefilter skipped it and CPython's parser accepted its bytes (no CUD900 to report)."""
         hit = self._load_index().get(_index_key(path))
-        if not isinstance(hit, list) or len(hit) != 4:
+        if not isinstance(hit, list) or len(hit) != 5:
             return None
         try:
             st = os.stat(path)
@@ -176,11 +157,17 @@ class Cache:
             return None
         if [st.st_mtime_ns, st.st_size] != hit[0:2] or not isinstance(hit[2], str) or not isinstance(hit[3], list) or len(hit[3]) != 3:
             return None
-        return hit[2], hit[3]
+        return hit[2], hit[3], bool(hit[4])
 
     def remember(self, path: str, stamp: tuple[int, int], key: str, scan: list) -> None:
-        self._load_index()[_index_key(path)] = [stamp[0], stamp[1], key, scan]
+        self._load_index()[_index_key(path)] = [stamp[0], stamp[1], key, scan, False]
         self._index_dirty = True
+
+    def mark_checked(self, path: str, key: str) -> None:
+        hit = self._load_index().get(_index_key(path))
+        if isinstance(hit, list) and len(hit) == 5 and hit[2] == key:
+            hit[4] = True
+            self._index_dirty = True
 
     def save_index(self) -> None:
         if self._index_dirty:
@@ -195,7 +182,7 @@ class Cache:
 
     # ---------- whole-run results: findings for a set of keys and a configuration -----------------
     def _run_file(self, key: str) -> Path:
-        return self.directory / "runs" / f"{key}.json"
+        return self.directory / "runs" / f"{key}.run"
 
     def get_run(self, key: str) -> Optional[list]:
         try:

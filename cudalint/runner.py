@@ -39,6 +39,8 @@ class FileInfo:
     path: str
     module: str
     is_package: bool
+    text: Optional[bytes] = None  # given contents (flake8's lines, --fix's overlay) instead of the file's
+    cached: bool = True  # False: neither read from nor written to the cache (an overlay)
 
 
 @dataclass
@@ -67,26 +69,34 @@ def load_files(
     judged: Iterable[str] = ("env_write",),
     extend_catalogue: Sequence[str] = (),
     run_salt: Optional[str] = "",
+    texts: Optional[dict[str, str]] = None,
+    uncached: Iterable[str] = (),
 ) -> Loaded:
     """Summaries of `paths` (module IR, or stand-ins for skipped files) and their CUD900 findings.
 
     `run_salt` names everything else the run's findings depend on (the configuration); with a cache,
     a run over unchanged files with the same salt returns the earlier findings (`reused`). None:
     the findings depend on more than these files, so nothing is reused."""
-    infos = [_info(p) for p in paths]
+    texts = texts or {}
+    uncached = set(uncached)
+    infos = [_info(p, texts.get(p), p not in uncached) for p in paths]
     jobs = default_jobs() if jobs is None else max(1, jobs)
     salt = cache.salt if cache is not None else ""
+    info_of = {i.path: i for i in infos}
     pool = _Pool(jobs if len(infos) >= PARALLEL_MIN_FILES else 1, tuple(extend_catalogue), catalogue)
     try:
         # pass 1: keys and scans (from the cache's index when the file's mtime and size are unchanged)
         keys: dict[str, str] = {}
         scans: dict[str, Scan] = {}
+        checked: set[str] = set()  # skipped before with these bytes, and CPython's parser took them
         problems: dict[str, Finding] = {}
         todo: list[FileInfo] = []
         for info in infos:
-            hint = cache.lookup(info.path) if cache is not None else None
+            hint = cache.lookup(info.path) if cache is not None and info.text is None else None
             if hint is not None:
                 keys[info.path], scans[info.path] = hint[0], _scan_from(hint[1])
+                if hint[2]:
+                    checked.add(info.path)
             else:
                 todo.append(info)
         for path, key, raw, stamp in pool.map(_scan_task, [(i, salt) for i in todo]):
@@ -94,7 +104,7 @@ def load_files(
                 problems[path] = decode(raw)
             else:
                 keys[path], scans[path] = key, _scan_from(raw)
-                if cache is not None and stamp is not None:
+                if cache is not None and stamp is not None and info_of[path].text is None:
                     cache.remember(path, stamp, key, raw)
         run_key = ""
         if cache is not None and run_salt is not None:
@@ -116,15 +126,22 @@ def load_files(
             if info.path not in scans:
                 continue
             want = info.path in chosen
-            entry = cache.get_entry(keys[info.path]) if cache is not None else None
-            if entry is not None and (entry.get("result") is not None or (not want and entry.get("checked"))):
-                results[info.path] = entry
+            if not want and info.path in checked:
+                continue
+            # the same entries as cudalint.api.load_module (and so the flake8 plugin) reads and writes
+            hit = _deep(lambda: cache.get(keys[info.path])) if cache is not None and want and info.cached else None
+            if hit is not None:
+                results[info.path] = hit
             else:
                 work.append((info, keys[info.path], want, salt))
         summarized = 0
-        for path, entry in pool.map(_summary_task, work, cache_dir=str(cache.directory) if cache is not None else None):
-            results[path] = entry
-            summarized += entry.get("result") is not None
+        for path, raw in pool.map(_summary_task, work, cache_dir=str(cache.directory) if cache is not None else None):
+            if raw is None:
+                if cache is not None and info_of[path].text is None:
+                    cache.mark_checked(path, keys[path])
+                continue
+            results[path] = _deep(lambda: decode(raw))
+            summarized += path in chosen
     finally:
         pool.close()
     modules: list[ModuleIR] = []
@@ -134,8 +151,7 @@ def load_files(
         if info.path in problems:
             out_problems.append(problems[info.path])
             continue
-        entry = results.get(info.path)
-        value = decode(entry["result"]) if entry is not None and entry.get("result") is not None else None
+        value = results.get(info.path)
         if isinstance(value, Finding):
             out_problems.append(value)
         elif isinstance(value, ModuleIR) and info.path in chosen:
@@ -149,9 +165,14 @@ def load_files(
     return Loaded(modules=modules, problems=out_problems, summarized=summarized, skipped=skipped, run_key=run_key)
 
 
-def _info(path: str) -> FileInfo:
+def _info(path: str, text: Optional[str], cached: bool) -> FileInfo:
     modname, is_package = module_name(os.path.abspath(path))
-    return FileInfo(path=path, module=modname, is_package=is_package)
+    data = text.encode("utf-8") if text is not None else None
+    return FileInfo(path=path, module=modname, is_package=is_package, text=data, cached=cached)
+
+
+def _read(info: FileInfo) -> Union[bytes, Finding]:
+    return info.text if info.text is not None else source.read_bytes(info.path)
 
 
 def _scan_from(raw: Sequence[Any]) -> Scan:
@@ -176,31 +197,43 @@ def _scan_task(item: tuple[FileInfo, str], extra) -> tuple[str, str, Any, Option
         stamp: Optional[tuple[int, int]] = (st.st_mtime_ns, st.st_size)  # before reading: never newer than the bytes
     except OSError:
         stamp = None
-    data = source.read_bytes(info.path)
+    data = _read(info)
     if isinstance(data, Finding):
         return info.path, "", encode(data), None
     key = Cache.make_key(salt, info.path, info.module, data)
     return info.path, key, _scan_raw(scan(data, _catalogue(extra), info.module, info.is_package)), stamp
 
 
-def _summary_task(item: tuple[FileInfo, str, bool, str], extra, cache_dir: Optional[str]) -> tuple[str, dict]:
+def _summary_task(item: tuple[FileInfo, str, bool, str], extra, cache_dir: Optional[str]) -> tuple[str, Any]:
+    """(path, encoded summary or CUD900 finding); None: a skipped file that CPython's parser takes."""
     info, key, want, salt = item
-    data = source.read_bytes(info.path)
+    data = _read(info)
     if isinstance(data, Finding):
-        return info.path, {"result": encode(data)}
+        return info.path, encode(data)
     result: Union[ModuleIR, Finding, None] = None
     if want or not _compiles(data):
         result = summarize_bytes(info.path, data, info.module, info.is_package, _catalogue(extra))
         if isinstance(result, ModuleIR) and not want:
             result = None  # CPython refused it but libcst did not: not our finding, not needed
-    entry = {"result": encode(result) if result is not None else None, "checked": True}
-    if cache_dir is not None:
+    if result is None:
+        return info.path, None
+    if cache_dir is not None and info.cached:
         from pathlib import Path
 
         # the key was made from the bytes read in pass 1; a file changed since is summarized
         # under its old key, which a later run never asks for
-        Cache(directory=Path(cache_dir), salt=salt).put_entry(key, entry)
-    return info.path, entry
+        _deep(lambda: Cache(directory=Path(cache_dir), salt=salt).put(key, result))
+    return info.path, _deep(lambda: encode(result))
+
+
+def _deep(fn: Callable[[], Any]) -> Any:
+    """fn(), again with a deep stack if the data is nested too deeply for the default one."""
+    try:
+        return fn()
+    except RecursionError:
+        from cudalint.deep import call_deep
+
+        return call_deep(fn)
 
 
 def _compiles(data: bytes) -> bool:
