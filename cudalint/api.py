@@ -16,7 +16,6 @@ from cudalint.flow import Analyzer
 from cudalint.ir import ModuleIR
 from cudalint.project import Project, module_name
 from cudalint.notebook import Notebook
-from cudalint.summarize import noqa_lines, summarize
 
 
 @dataclass(frozen=True)
@@ -60,6 +59,8 @@ def _summarize_bytes(path: str, data: bytes, modname: str, is_package: bool, cat
     tree = source.parse(src)
     if isinstance(tree, Finding):
         return tree
+    from cudalint.summarize import summarize  # libcst's world: only on a cache miss
+
     try:
         return summarize(tree, src.text, path, modname, catalogue, is_package=is_package)
     except RecursionError:
@@ -81,6 +82,8 @@ def load_notebook(
         return nb
     result = load_module(path, catalogue, text=nb.source, cache=cache)
     if isinstance(result, ModuleIR):
+        from cudalint.summarize import noqa_lines
+
         # nobody imports a notebook; noqa comments are in the cells' own text
         result = replace(result, module="", noqa=noqa_lines(nb.original))
     return nb, result

@@ -17,7 +17,6 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Optional, Union
 
-import libcst as cst
 
 from cudalint.findings import Finding, Step
 from cudalint.source import decode, problem
@@ -261,6 +260,8 @@ class _Builder:
 
 
 def _parses(stmt: str) -> bool:
+    import libcst as cst
+
     try:
         cst.parse_statement(stmt + "\n")
         return True
@@ -273,6 +274,8 @@ def _parses_module(text: str) -> bool:
 
 
 def _syntax_error(text: str) -> Optional[tuple[str, int, int]]:
+    import libcst as cst
+
     try:
         cst.parse_module(text)
         return None

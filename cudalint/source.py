@@ -7,11 +7,13 @@ import re
 import stat
 import tokenize
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import TYPE_CHECKING, Optional, Union
 
-import libcst as cst
 
 from cudalint.findings import Finding
+
+if TYPE_CHECKING:
+    import libcst as cst
 
 
 @dataclass(frozen=True)
@@ -143,7 +145,9 @@ def _looks_like_python2(exc: SyntaxError) -> bool:
     ) or "ur'" in text or 'ur"' in text
 
 
-def parse(src: Source) -> Union[cst.Module, Finding]:
+def parse(src: Source) -> Union["cst.Module", Finding]:
+    import libcst as cst  # imported on the first parse: a run served from the cache never pays for it
+
     deep = _too_deep(src)
     if deep is not None:
         return deep

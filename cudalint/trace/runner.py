@@ -83,13 +83,15 @@ class _Static:
         except ImportError:
             self.note = "unavailable (cudalint.api is not installed); only runtime findings are shown"
             return
-        if catalogue:  # the analyzer must read the same extra catalogue as the hooks
-            from cudalint.config import Config
+        from cudalint.cache import Cache
+        from cudalint.catalogue import load_catalogue
+        from cudalint.config import Config
 
-            config = Config(extend_catalogue=tuple(catalogue))
-            self.lint = lambda p: lint_paths(p, config)
-        else:
-            self.lint = lint_paths
+        # the analyzer must read the same extra catalogue as the hooks; like `cudalint PATH`, it
+        # reuses the summary cache, so tracing the same program again does not parse it again
+        config = Config(extend_catalogue=tuple(catalogue))
+        cache = Cache.open(None, load_catalogue(config.extend_catalogue))
+        self.lint = lambda p: lint_paths(p, config, cache=cache)
         self._thread = threading.Thread(target=self._run, args=(paths,), daemon=True, name="cudalint-static")
         self._thread.start()
 
