@@ -111,23 +111,11 @@ class Cache:
         return value
 
     def put(self, key: str, value: Union[ModuleIR, Finding]) -> None:
-        target = self._file(key)
         try:
-            self._prepare()
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".json")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    json.dump(encode(value), fh, separators=(",", ":"))
-                os.replace(tmp, target)
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
-        except (OSError, RecursionError):
-            pass  # a read-only or full disk, or an IR nested too deeply for json: the cache is an optimization, never a failure
+            data = encode(value)
+        except RecursionError:
+            return  # an IR nested too deeply for json: the cache is an optimization, never a failure
+        self._write(self._file(key), data)
 
     # ---------- the index: path -> (mtime_ns, size, key, scan, checked), like ruff's mtime check ---
     # An unchanged stat stands for unchanged bytes, so a warm run hashes nothing; a mismatch falls
@@ -206,15 +194,15 @@ class Cache:
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as fh:
                     json.dump(value, fh, separators=(",", ":"))
-                os.replace(tmp, target)
+                os.replace(tmp, target)  # readers see the old entry or the new one, never half of one
             except BaseException:
                 try:
                     os.unlink(tmp)
                 except OSError:
                     pass
                 raise
-        except OSError:
-            pass
+        except (OSError, RecursionError):
+            pass  # a read-only or full disk, or data nested too deeply for json: never a failure
 
     def _prepare(self) -> None:
         if (self.directory / "CACHEDIR.TAG").exists():
