@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 import sys
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Iterator, Optional, Sequence
 
 import libcst as cst
 
@@ -113,57 +113,37 @@ class _Scope:
     globals_: set[str] = field(default_factory=set)  # `global` declarations
     streams: dict[str, str] = field(default_factory=dict)  # local -> ref of the Llama it streams from
 
-    def lookup_labels(self, name: str) -> frozenset:
+    def chain(self) -> Iterator["_Scope"]:
+        """This scope, then the enclosing ones out to the module."""
         scope: Optional[_Scope] = self
         while scope is not None:
+            yield scope
+            scope = scope.parent
+
+    def lookup_labels(self, name: str) -> frozenset:
+        for scope in self.chain():
             if name in scope.labels:
                 return scope.labels[name]
             if name in scope.types or name in scope.consts or name in scope.env_aliases:
                 return frozenset()  # rebound here without labels
-            scope = scope.parent
         return frozenset()
 
     def lookup_def(self, name: str) -> Optional[str]:
-        scope: Optional[_Scope] = self
-        while scope is not None:
-            if name in scope.defs:
-                return scope.defs[name]
-            scope = scope.parent
-        return None
+        return next((scope.defs[name] for scope in self.chain() if name in scope.defs), None)
 
     def lookup_type(self, name: str) -> Optional[str]:
-        scope: Optional[_Scope] = self
-        while scope is not None:
-            if name in scope.types:
-                return scope.types[name]
-            scope = scope.parent
-        return None
+        return next((scope.types[name] for scope in self.chain() if name in scope.types), None)
 
     def lookup_const(self, name: str) -> object:
-        scope: Optional[_Scope] = self
-        while scope is not None:
-            if name in scope.consts:
-                return scope.consts[name]
-            scope = scope.parent
-        return _UNKNOWN
+        return next((scope.consts[name] for scope in self.chain() if name in scope.consts), _UNKNOWN)
 
     def is_env_alias(self, name: str) -> bool:
-        scope: Optional[_Scope] = self
-        while scope is not None:
-            if name in scope.env_aliases:
-                return True
-            scope = scope.parent
-        return False
+        return any(name in scope.env_aliases for scope in self.chain())
 
     def all_consts(self) -> dict[str, object]:
-        chain = []
-        scope: Optional[_Scope] = self
-        while scope is not None:
-            chain.append(scope.consts)
-            scope = scope.parent
         out: dict[str, object] = {}
-        for consts in reversed(chain):
-            out.update(consts)
+        for scope in reversed(list(self.chain())):
+            out.update(scope.consts)
         return out
 
 
