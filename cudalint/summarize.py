@@ -375,7 +375,8 @@ class _Summarizer(ThreadEvents):
         """`torch.cuda.is_available = ...`: a catalogued CUDA API replaced for the whole process (CUD008)."""
         if q is None or q.startswith(":"):
             return
-        apis = [a for a in self.cat.calls_named(q) if a.init is not None and not a.is_glob]
+        # a lazy API (torch.manual_seed) only queues work: wrapping it hides nothing
+        apis = [a for a in self.cat.calls_named(q) if a.init not in (None, "lazy") and not a.is_glob]
         if apis:
             out.append(self.event("monkeypatch", node, (q, apis[0].init)))
 
