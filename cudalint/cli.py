@@ -63,7 +63,7 @@ def cli(
         click.echo(doc(code), nl=False)
         return
     from cudalint.api import lint_paths
-    from cudalint.settings import SettingsError, resolve
+    from cudalint.settings import SettingsError, known_codes, resolve
 
     targets = list(paths) or ["."]
     # the command line overrides the file: an option that was given replaces the file's value
@@ -76,6 +76,8 @@ def cli(
         "extend_catalogue": tuple(extend_catalogue) or None,
     }
     try:
+        for option, codes in (("--select", overrides["select"]), ("--ignore", overrides["ignore"])):
+            known_codes(codes or (), option)
         config, _ = resolve(targets, config_file, overrides)
     except SettingsError as exc:
         click.echo(f"cudalint: {exc}", err=True)

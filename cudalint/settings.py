@@ -37,7 +37,17 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:
 
 
 def _codes(value: Any, where: str) -> tuple[str, ...]:
-    return tuple(v.strip().upper() for v in _strings(value, where) if v.strip())
+    return known_codes(tuple(v.strip().upper() for v in _strings(value, where) if v.strip()), where)
+
+
+def known_codes(codes: tuple[str, ...], where: str) -> tuple[str, ...]:
+    """Codes or prefixes that name at least one rule ("CUD0", "CUD101", "ALL"): a typo is an error, not silence."""
+    from cudalint.registry import RULES
+
+    for code in codes:
+        if code != "ALL" and not any(rule.startswith(code) for rule in RULES):
+            raise SettingsError(f"{where}: {code!r} is no rule code or prefix; known codes: {', '.join(RULES)}")
+    return codes
 
 
 def _bool(value: Any, where: str) -> bool:

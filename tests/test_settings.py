@@ -57,6 +57,11 @@ def project(tmp_path: Path, settings: str, files: dict[str, str]) -> Path:
             "cudalint: pyproject.toml: [tool.cudalint] 'per-file-ignores' 'tests/*' must be a list of strings, got a string ('CUD001')\n",
         ),
         (
+            '[tool.cudalint]\nignore = ["CUD01"]\n',
+            "cudalint: pyproject.toml: [tool.cudalint] 'ignore': 'CUD01' is no rule code or prefix; known codes: "
+            "CUD001, CUD002, CUD003, CUD004, CUD005, CUD006, CUD007, CUD008, CUD009, CUD101, CUD102, CUD900\n",
+        ),
+        (
             '[tool.cudalint]\nrespect-gitignore = "yes"\n',
             "cudalint: pyproject.toml: [tool.cudalint] 'respect-gitignore' must be true or false, got a string ('yes')\n",
         ),
@@ -67,6 +72,15 @@ def test_bad_settings_name_the_key_and_exit_2(tmp_path: Path, settings: str, mes
     proc = cudalint(proj, "t.py")
     assert proc.returncode == 2
     assert proc.stderr == message
+    assert proc.stdout == ""
+
+
+@pytest.mark.parametrize("option", ["--select", "--ignore"])
+def test_unknown_code_on_the_command_line_is_a_usage_error(tmp_path: Path, option: str) -> None:
+    (tmp_path / "t.py").write_text(BAD, encoding="utf-8")
+    proc = cudalint(tmp_path, option, "CUD001,XYZ", "t.py")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"cudalint: {option}: 'XYZ' is no rule code or prefix; known codes: CUD001, ")
     assert proc.stdout == ""
 
 
