@@ -53,7 +53,12 @@ def cli(
     paths, select, ignore, exclude, fmt, explain, no_gitignore, no_cache, cache_dir,
     statistics, output_file, fix, diff, config_file=None, target_version=None, extend_catalogue=(), jobs=None,
 ) -> None:
-    """Find GPU bugs that raise no error. Lints PATHS (default: the current directory)."""
+    """Find GPU bugs that raise no error. Lints PATHS (default: the current directory).
+
+    \b
+    cudalint --trace script.py [ARGS]...   run a program and confirm or refute each finding
+    cudalint --trace -m package.module     the same for `python -m package.module`
+    """
     from cudalint.registry import RULES, doc, doc_path
 
     if explain:
