@@ -113,11 +113,8 @@ def cli(
 
 
 def main(argv: Optional[list[str]] = None) -> None:
+    """The linting CLI; `cudalint.entry.main` (the console script) sends `--trace` to the tracer first."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["--trace"] or (argv and argv[0].startswith("--trace")):
-        from cudalint.trace import run_from_cli  # type: ignore[attr-defined]
-
-        sys.exit(run_from_cli(argv))
     try:
         cli.main(args=argv, prog_name="cudalint", standalone_mode=True)
     except SystemExit:
