@@ -165,14 +165,8 @@ def _module_bindings(module: cst.Module) -> Counter:
         def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
             self.depth -= 1
 
-        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-            if self.depth == 0:
-                counts[node.name.value] += 1
-            self.depth += 1
-            return True
-
-        def leave_ClassDef(self, node: cst.ClassDef) -> None:
-            self.depth -= 1
+        visit_ClassDef = visit_FunctionDef  # a top-level class binds its name the same way
+        leave_ClassDef = leave_FunctionDef
 
         def visit_Global(self, node: cst.Global) -> None:
             for item in node.names:
