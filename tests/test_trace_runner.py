@@ -149,11 +149,17 @@ class Model:
 """
 
 
-def test_hooks_come_from_the_catalogue_and_see_generators(tmp_path, tracer):
+def _fake_library(tmp_path):
+    """A stand-in llama library in a site-packages folder, and the user catalogue that describes it."""
     lib = tmp_path / "site-packages" / "fakellm"
     lib.mkdir(parents=True)
     (lib / "__init__.py").write_text(FAKE_LIB)
     (tmp_path / "fake.toml").write_text(FAKE_CATALOGUE)
+    return lib
+
+
+def test_hooks_come_from_the_catalogue_and_see_generators(tmp_path, tracer):
+    lib = _fake_library(tmp_path)
     write_program(tmp_path, """
         import os
         import threading
@@ -220,10 +226,7 @@ def test_text_report(tmp_path):
 
 
 def test_concurrent_construction_is_reported(tmp_path, tracer):
-    lib = tmp_path / "site-packages" / "fakellm"
-    lib.mkdir(parents=True)
-    (lib / "__init__.py").write_text(FAKE_LIB)
-    (tmp_path / "fake.toml").write_text(FAKE_CATALOGUE)
+    lib = _fake_library(tmp_path)
     write_program(tmp_path, """
         import threading
         from fakellm import Model
