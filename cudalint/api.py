@@ -150,21 +150,22 @@ def lint_files(
     notebooks: dict[str, Notebook] = {}
     files = list(files)
     count = len(files)
-    judged = set(build_checks(catalogue, config.enabled, config.target_version))
+    checks = build_checks(catalogue, config.enabled, config.target_version)
+    judged = set(checks)
     if config.enabled("CUD003"):
         judged.add("init")  # project_checks: modules that initialize CUDA when imported
     # .py files go through the runner (prefilter, cache, workers); notebooks are loaded here
     py_files = [p for p in files if not p.endswith(".ipynb")]
-    others = [p for p in files if p.endswith(".ipynb")]
+    notebook_files = [p for p in files if p.endswith(".ipynb")]
     loaded = runner.load_files(
         py_files,
         catalogue,
         cache=cache,
         jobs=jobs,
-        prefilter=prefilter and not others,  # a notebook is not scanned: it may reach any module
+        prefilter=prefilter and not notebook_files,  # a notebook is not scanned: it may reach any module
         judged=tuple(sorted(judged)),
         extend_catalogue=config.extend_catalogue,
-        run_salt=None if overlay else repr((config, noqa, [encode(f) for f in findings], _fingerprints(others))),
+        run_salt=None if overlay else repr((config, noqa, [encode(f) for f in findings], _fingerprints(notebook_files))),
         texts=texts,
         uncached=tuple(overlay or ()),
     )
@@ -172,15 +173,12 @@ def lint_files(
         return LintResult(findings=tuple(decode(f) for f in loaded.reused), files=count)
     findings.extend(loaded.problems)
     modules.extend(loaded.modules)
-    for path in others:
-        if path.endswith(".ipynb"):
-            result = load_notebook(path, catalogue, cache)
-            if isinstance(result, tuple):
-                notebooks[path] = result[0]
-                findings.extend(result[0].problems)
-                result = result[1]
-        else:
-            result = load_module(path, catalogue, text=texts.get(path), cache=None if overlay and path in overlay else cache)
+    for path in notebook_files:
+        result = load_notebook(path, catalogue, cache)
+        if isinstance(result, tuple):
+            notebooks[path] = result[0]
+            findings.extend(result[0].problems)
+            result = result[1]
         if isinstance(result, Finding):
             findings.append(result)
         else:
@@ -188,7 +186,7 @@ def lint_files(
     project = Project(modules)
     analyzer = Analyzer(
         project,
-        build_checks(catalogue, config.enabled, config.target_version),
+        checks,
         init_keys,
         derive=build_derive(config.target_version),
     )
@@ -199,7 +197,7 @@ def lint_files(
 
         analyzer = Analyzer(
             project,
-            build_checks(catalogue, config.enabled, config.target_version),
+            checks,
             init_keys,
             derive=build_derive(config.target_version),
         )
