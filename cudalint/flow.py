@@ -10,11 +10,15 @@ judge again in a caller's state ("exposed" events).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Optional
+from functools import cached_property
+from typing import TYPE_CHECKING, Callable, Iterable, Optional
 
 from cudalint.findings import Finding, Step
 from cudalint.ir import Block, Branch, Event, Loop, MainGuard, ModuleIR, Try
 from cudalint.project import Project
+
+if TYPE_CHECKING:
+    from cudalint.callgraph import ProjectIndex
 
 
 @dataclass(frozen=True)
@@ -109,6 +113,13 @@ class Analyzer:
         self.summaries: dict[tuple[str, str], Summary] = {}
         self.in_progress: set[tuple[str, str]] = set()
         self.findings: dict[tuple, Finding] = {}
+
+    @cached_property
+    def index(self) -> "ProjectIndex":
+        """Call-graph questions about the project (cudalint.callgraph), built once per run for every check."""
+        from cudalint.callgraph import ProjectIndex
+
+        return ProjectIndex(self.project)
 
     # ---------- entry points -----------------------------------------------------------------
     def run(self) -> list[Finding]:

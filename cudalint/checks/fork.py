@@ -91,15 +91,6 @@ def _judged_without_callers(index: ProjectIndex, exposed: Exposed) -> bool:
 
 
 def checks(target_version: str, enabled: Callable[[str], bool]) -> list[tuple[str, Callable]]:
-    indexes: dict[int, ProjectIndex] = {}
-
-    def index_of(analyzer: Analyzer) -> ProjectIndex:
-        key = id(analyzer)
-        if key not in indexes:
-            indexes.clear()
-            indexes[key] = ProjectIndex(analyzer.project)
-        return indexes[key]
-
     def child_use(index: ProjectIndex, exposed: Exposed) -> Optional[tuple[Step, ...]]:
         ev = exposed.event
         mod = index.module(exposed.path)
@@ -125,7 +116,7 @@ def checks(target_version: str, enabled: Callable[[str], bool]) -> list[tuple[st
         init = lookup("init:driver")
         if init is None:
             return None
-        index = index_of(analyzer)
+        index = analyzer.index
         if spec == "default" and setter is None and _judged_without_callers(index, exposed):
             return None
         if how == "fork":
@@ -159,7 +150,7 @@ def checks(target_version: str, enabled: Callable[[str], bool]) -> list[tuple[st
         written = lookup(ENV_AFTER_SERVER)
         if written is None:
             return None
-        if ev.data[1] == "default" and setter is None and _judged_without_callers(index_of(analyzer), exposed):
+        if ev.data[1] == "default" and setter is None and _judged_without_callers(analyzer.index, exposed):
             return None
         text, path, line = written.cause
         where = f"line {line}" if path == exposed.path else f"{path}:{line}"

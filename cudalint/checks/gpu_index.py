@@ -67,14 +67,7 @@ def _dedup(steps: tuple[Step, ...]) -> tuple[Step, ...]:
 def checks(enabled: Callable[[str], bool]) -> list[tuple[str, Callable]]:
     if not enabled("CUD004"):
         return []
-    indexes: dict[int, ProjectIndex] = {}
     orders: dict[tuple[int, str], bool] = {}
-
-    def index_of(analyzer: Analyzer) -> ProjectIndex:
-        if id(analyzer) not in indexes:
-            indexes.clear()
-            indexes[id(analyzer)] = ProjectIndex(analyzer.project)
-        return indexes[id(analyzer)]
 
     def pci_order_set(index: ProjectIndex, mod: ModuleIR) -> bool:
         # the module that writes CUDA_VISIBLE_DEVICES also sets the order (the shell may set it too:
@@ -98,7 +91,7 @@ def checks(enabled: Callable[[str], bool]) -> list[tuple[str, Callable]]:
     def check_sink(analyzer: Analyzer, exposed: Exposed, _lookup, _prefix) -> Optional[Finding]:
         if exposed.chain:
             return None
-        index = index_of(analyzer)
+        index = analyzer.index
         mod = index.module(exposed.path)
         if mod is None:
             return None
@@ -132,7 +125,7 @@ def checks(enabled: Callable[[str], bool]) -> list[tuple[str, Callable]]:
         ev = exposed.event
         if exposed.chain or len(ev.data) < 5 or ev.data[0] != CVD or not ev.data[4]:
             return None
-        index = index_of(analyzer)
+        index = analyzer.index
         mod = index.module(exposed.path)
         if mod is None or pci_order_set(index, mod):
             return None
