@@ -84,7 +84,7 @@ _ENV_ALIAS = re.compile(rb"(?:=|:=|\bas)\s*(?:[\w.]*\.)?environ\b(?!\s*[.\[(])|e
 # literals / f-string placeholders that the summarizer's `literal` joins
 _ESCAPE = re.compile(rb"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[0-7]{1,3}|N\{[^}\n]*\})")
 _JOINER = re.compile(
-    rb"[\"'][ \t\r\n\\]*(?:#[^\n]*[ \t\r\n\\]*)*[rRbBuUfF]{0,2}[\"']"
+    rb"[\"'](?:[ \t\r\n\\]|#[^\n]*\n)*[rRbBuUfF]{0,2}[\"']"  # (one way to match: no backtracking blow-up)
     rb"|\{[ \t]*[rRbBuU]{0,2}[\"']"
     rb"|[\"'][ \t]*\}"
 )
@@ -336,17 +336,17 @@ def _called(spec: bytes, data: bytes, seen: dict[bytes, bool]) -> bool:
             args = rb"\s*\((?!\s*[rRbBuUfF]{0,2}[\"'])" if name.endswith(b"(int") else rb"\s*\("
             name = re.escape(name.removesuffix(b"(int"))
             owner = re.escape(owner)
-            pattern = _CALLED[spec] = re.compile(
-                rb"(?<![\w.])" + name + args
-                + rb"|\b" + owner + rb"\s*\.\s*" + name + args
-                + rb"|\b" + name + rb"\s+as\b"
-                + rb"|\b" + owner + rb"\b[^\n]*\bas\b(?s:.*)\.\s*" + name + args
+            pattern = _CALLED[spec] = (
+                re.compile(rb"(?<![\w.])" + name + args + rb"|\b" + owner + rb"\s*\.\s*" + name + args + rb"|\b" + name + rb"\s+as\b"),
+                re.compile(rb"\b" + owner + rb"\b[^\n]*\bas\b"),  # the module imported under an alias...
+                re.compile(rb"\.\s*" + name + args),  # ...and a call of `name` on something
             )
-        hit = seen[spec] = pattern.search(data) is not None
+        plain, alias, member = pattern
+        hit = seen[spec] = plain.search(data) is not None or (alias.search(data) is not None and member.search(data) is not None)
     return hit
 
 
-_CALLED: dict[bytes, re.Pattern] = {}
+_CALLED: dict[bytes, tuple[re.Pattern, re.Pattern, re.Pattern]] = {}
 _CALL_CHAIN = re.compile(rb"(?<![\w.])([A-Za-z_]\w*(?:[ \t]*\.[ \t]*[A-Za-z_]\w*)*)[ \t]*\(\s*(-?\d|[A-Za-z_]\w*)?")
 
 
@@ -492,8 +492,13 @@ def _triggers(catalogue: Catalogue) -> _Triggers:
     return hit[1]
 
 
+def _lines(data: bytes) -> bytes:
+    """Every line ending as `\n`, so that ast's line numbers index the lines (`\r` ends one too)."""
+    return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data
+
+
 def scan(data: bytes, catalogue: Catalogue, modname: str, is_package: bool) -> Scan:
-    original = data
+    original = data = _lines(data)
     if b"\\\n" in data:
         data = data.replace(b"\\\r\n", b" ").replace(b"\\\n", b" ")
     words = frozenset(_WORD.findall(data))
@@ -1342,7 +1347,8 @@ class _Calls:
     def _layout(self, path: str) -> Optional[_Layout]:
         if path not in self.layouts:
             data = self.read(path) if self.read is not None else None
-            tree = _ast(data) if isinstance(data, bytes) else None
+            data = _lines(data) if isinstance(data, bytes) else None
+            tree = _ast(data) if data is not None else None
             if tree is None:
                 self.layouts[path] = None
             else:
