@@ -40,6 +40,7 @@ from __future__ import annotations
 import ast
 import re
 import warnings
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Optional
 
@@ -1153,6 +1154,9 @@ def _select_coarse(scans: Mapping[str, Scan], kinds: Mapping[str, set[str]], edg
     return out
 
 
+_LAYOUTS_KEPT = 64
+
+
 class _Calls:
     """Whether calling names of other modules may reach kinds of events: the functions reached from
     each name (cudalint.prefilter._Layout.reach), across modules, read on demand."""
@@ -1165,7 +1169,7 @@ class _Calls:
         self.importers = importers
         self.trig = _triggers(catalogue) if catalogue is not None and read is not None else None
         self.read = read
-        self.layouts: dict[str, Optional[_Layout]] = {}
+        self.layouts: OrderedDict[str, Optional[_Layout]] = OrderedDict()
         self.nodes: dict[tuple[str, bytes], Optional[tuple[tuple[str, ...], tuple[str, ...], bool]]] = {}
         self.below: dict[Optional[frozenset], set[str]] = {}
         self.stops: dict[tuple[str, Optional[bytes]], bool] = {}
@@ -1345,7 +1349,13 @@ class _Calls:
         return self.nodes[key]
 
     def _layout(self, path: str) -> Optional[_Layout]:
-        if path not in self.layouts:
+        if path in self.layouts:
+            self.layouts.move_to_end(path)
+        else:
+            # a bounded number of syntax trees at once (torch's would take a gigabyte): what was
+            # learned from one is kept in self.nodes/self.stops, a tree evicted is parsed again
+            while len(self.layouts) >= _LAYOUTS_KEPT:
+                self.layouts.popitem(last=False)
             data = self.read(path) if self.read is not None else None
             data = _lines(data) if isinstance(data, bytes) else None
             tree = _ast(data) if data is not None else None
