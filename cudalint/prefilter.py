@@ -90,6 +90,7 @@ _JOINER = re.compile(
     rb"|[\"'][ \t]*\}"
 )
 SCAN_FIELDS = 10
+PRECISE_MAX_FILES = 1000  # see select()
 
 
 @dataclass(frozen=True)
@@ -1101,6 +1102,10 @@ def select(
     `catalogue` and `read` (a file's bytes) let CUD003's question follow the functions a top level
     calls into other modules; without them every module below with an initialization counts.
     """
+    if len(scans) > PRECISE_MAX_FILES:
+        # following calls function by function costs time and memory that grow faster than the
+        # files (torch's 2,285: minutes and gigabytes); past this size, module by module
+        catalogue = read = None
     index = _Index(modules)
     edges = {path: index.targets(path, scan.imports) for path, scan in scans.items()}
     importers: dict[str, list[str]] = {}

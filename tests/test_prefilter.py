@@ -340,3 +340,15 @@ def test_rich_generated_programs_do_skip_files_and_do_find(tmp_path: Path) -> No
         codes |= {f.code for f in lint_paths([str(src)], jobs=1).findings}
     assert {"CUD001", "CUD003", "CUD004", "CUD005", "CUD008"} <= codes and "CUD900" not in codes, codes
     assert 0 < skipped < total, (skipped, total)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_large_project_path_same_findings(seed: int, tmp_path: Path, monkeypatch) -> None:
+    """Past PRECISE_MAX_FILES the selection goes module by module; it must agree as well."""
+    from cudalint import prefilter
+
+    monkeypatch.setattr(prefilter, "PRECISE_MAX_FILES", 0)
+    src = tmp_path / "src"
+    src.mkdir()
+    _rich_program(random.Random(2000 + seed), src)
+    _all_ways(str(src), tmp_path, monkeypatch, parallel=False)
