@@ -117,7 +117,7 @@ class Cache:
             return  # an IR nested too deeply for json: the cache is an optimization, never a failure
         self._write(self._file(key), data)
 
-    # ---------- the index: path -> (mtime_ns, size, key, scan, checked), like ruff's mtime check ---
+    # ---------- the index: path -> (mtime_ns, size, key, scan), like ruff's mtime check ---------
     # An unchanged stat stands for unchanged bytes, so a warm run hashes nothing; a mismatch falls
     # back to reading and hashing the file. The index only names keys: entries stay content-keyed.
     def _index_file(self) -> Path:
@@ -133,29 +133,24 @@ class Cache:
                 self._index = {}
         return self._index
 
-    def lookup(self, path: str) -> Optional[tuple[str, list, bool]]:
-        """(key, scan, checked) recorded for `path` if its mtime and size are unchanged; `checked`:
-        the prefilter skipped it and CPython's parser accepted its bytes (no CUD900 to report)."""
+    def lookup(self, path: str) -> Optional[tuple[str, list]]:
+        """(key, scan) recorded for `path` if its mtime and size are unchanged."""
+        from cudalint.prefilter import SCAN_FIELDS
+
         hit = self._load_index().get(_index_key(path))
-        if not isinstance(hit, list) or len(hit) != 5:
+        if not isinstance(hit, list) or len(hit) != 4:
             return None
         try:
             st = os.stat(path)
         except OSError:
             return None
-        if [st.st_mtime_ns, st.st_size] != hit[0:2] or not isinstance(hit[2], str) or not isinstance(hit[3], list) or len(hit[3]) != 3:
+        if [st.st_mtime_ns, st.st_size] != hit[0:2] or not isinstance(hit[2], str) or not isinstance(hit[3], list) or len(hit[3]) != SCAN_FIELDS:
             return None
-        return hit[2], hit[3], bool(hit[4])
+        return hit[2], hit[3]
 
     def remember(self, path: str, stamp: tuple[int, int], key: str, scan: list) -> None:
-        self._load_index()[_index_key(path)] = [stamp[0], stamp[1], key, scan, False]
+        self._load_index()[_index_key(path)] = [stamp[0], stamp[1], key, scan]
         self._index_dirty = True
-
-    def mark_checked(self, path: str, key: str) -> None:
-        hit = self._load_index().get(_index_key(path))
-        if isinstance(hit, list) and len(hit) == 5 and hit[2] == key:
-            hit[4] = True
-            self._index_dirty = True
 
     def save_index(self) -> None:
         if self._index_dirty:

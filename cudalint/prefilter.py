@@ -16,6 +16,18 @@ effects and returns normally, which is what its real summary would say. So prefi
 equal the findings of a full analysis (tests/test_prefilter.py checks this on the fixtures and on
 generated programs).
 
+What makes a file a source of findings is narrower than "mentions the catalogue":
+- a catalogue entry counts only when its call could match: a string glob in `match` ("cuda*",
+  "*nvidia-smi*") needs its literal text in the file (or escapes/adjacent literals that could
+  spell it); `os.environ` counts only with a write form (item assignment, update, setdefault, pop,
+  clear, `|=`, del, an alias); an API counts as monkeypatched only next to an assignment or setattr;
+- CUD004's sinks (`.to`, `torch.device`, `set_device`) count only when a source of the other
+  numbering is in the file or below it in the import graph: labels flow from callees to callers;
+- CUDA initialization counts for CUD003 only when the module's top level (class bodies, decorators,
+  default values, and the local functions they call) reaches it, or calls into a module below
+  which something initializes. This is found with CPython's `ast` (about a tenth of libcst's parse),
+  which is also the syntax check of every file the selection skips.
+
 The scan is deliberately coarse (a word in a comment counts), so it can only parse too much. What
 it assumes about the summarizer: an effect comes from a catalogue entry whose last name (for
 `X.__call__`/`X.__enter__`, the class name) appears as a word in the file, together with the
@@ -25,10 +37,12 @@ event that does not come from the catalogue must be added to `_Triggers`.
 """
 from __future__ import annotations
 
+import ast
 import re
+import warnings
+from collections import OrderedDict
 from dataclasses import dataclass
-from pathlib import PurePath
-from typing import Iterable, Mapping, Optional
+from typing import Callable, Iterable, Mapping, Optional
 
 from cudalint.catalogue import Catalogue
 
@@ -42,31 +56,90 @@ _ALIAS = re.compile(rb"([A-Za-z_][\w.]*)(?:[ \t]+as[ \t]+([A-Za-z_]\w*))?")
 # an exiting call, `raise`, or `while True:` may end a path inside a function
 _STOP_WORDS = frozenset({b"raise", b"while"})
 _DUNDER = re.compile(r"^__\w+__$")
+# what a catalogue effect contributes to a file's scan: CUD004's four label roles are kept apart,
+# effects that only describe a call's result contribute nothing, the rest is "*" (judged somewhere)
+_LABEL_KINDS = {
+    "cuda_ordinal_sink": "cuda_sink",
+    "nvml_index_sink": "nvml_sink",
+    "nvml_index_source": "nvml_source",
+    "index_attribute": "nvml_source",
+    "cuda_ordinal_source": "cuda_source",
+}
+_NO_KIND = frozenset({"returns", "exits", "ordinal_map"})
+# CUD101/CUD102 look at threads only around a llama.cpp context: without one in the project, thread
+# starts, locks and web endpoints produce nothing
+_LLAMA = frozenset({"llama_context", "touches_context", "streams"})
+_THREAD = frozenset({"starts_thread", "thread_target", "thread_many", "thread_waits", "lock", "lock_count", "endpoint", "concurrency", "singleton"})
+# the write forms of the environment mapping the summarizer knows (cudalint.summarize: assign_target,
+# env_call, `|=`, del, aliases); `from os import environ as e` makes every `e[...] = ` one
+_ENV_WRITE = re.compile(
+    rb"environ\s*\[[^\]\n]*\]\s*(?:=(?!=)|\|=)"
+    rb"|environ\s*\.\s*(?:update|setdefault|pop|popitem|clear|__setitem__|__delitem__)\b"
+    rb"|environ\s*\|="
+    rb"|\bdel\b[^\n]*environ"
+    rb"|(?:=|:=|\bas)\s*(?:[\w.]*\.)?environ\b(?!\s*[.\[(])"
+    rb"|environ\s+as\b"
+)
+_ENV_ALIAS = re.compile(rb"(?:=|:=|\bas)\s*(?:[\w.]*\.)?environ\b(?!\s*[.\[(])|environ\s+as\b")
+# spellings that put text into a string value without writing it out: escapes, and adjacent
+# literals / f-string placeholders that the summarizer's `literal` joins
+_ESCAPE = re.compile(rb"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[0-7]{1,3}|N\{[^}\n]*\})")
+_JOINER = re.compile(
+    rb"[\"'](?:[ \t\r\n\\]|#[^\n]*\n)*[rRbBuUfF]{0,2}[\"']"  # (one way to match: no backtracking blow-up)
+    rb"|\{[ \t]*[rRbBuU]{0,2}[\"']"
+    rb"|[\"'][ \t]*\}"
+)
+SCAN_FIELDS = 10
+PRECISE_MAX_FILES = 1000  # see select()
 
 
 @dataclass(frozen=True)
 class Scan:
-    """What the byte scan learned about one file (plain data: cached with the summary)."""
+    """What the scan learned about one file (plain data: cached with the summary)."""
 
-    kinds: tuple[str, ...]  # event kinds its catalogue effects may produce ("*": any); () = none
+    kinds: tuple[str, ...]  # event kinds its catalogue effects may produce ("*": judged; CUD004 roles); () = none
     may_stop: bool  # may contain a path that never returns (raise, while, an exiting call)
     imports: tuple[str, ...]  # absolute module names it may import or reach by attribute
+    top_kinds: tuple[str, ...] = ("*",)  # the kinds its top level (and the local functions it calls) may produce
+    top_targets: tuple[str, ...] = ()  # names of other modules its top level may call
+    code_targets: tuple[str, ...] = ()  # names of other modules any of its code may call
+    top_stop: int = 1  # its top level may end every path: 0 no, 1 yes, 2 if functions of other modules never return
+    stop_chains: tuple[str, ...] = ()  # with 2: the names of those functions
+    func_imports: tuple[str, ...] = ()  # modules its functions import
+    syntax_ok: bool = True  # CPython's parser accepts it (a skipped file then needs nothing more)
 
 
 @dataclass(frozen=True)
 class _Clause:
-    kinds: tuple[str, ...]  # the event kinds a match may produce; "*" for effects not modelled here
+    kind: str  # the event kind a match may produce
     root: str  # "" when any file qualifies (builtins)
     words: tuple[bytes, ...]  # all must appear
+    needs: tuple[bytes, ...] = ()  # literal text its `match` globs need in a string value
+    keywords: tuple[bytes, ...] = ()  # keyword arguments its `match` needs (`device=`)
+    called: bytes = b""  # b"module.name": `name` must appear called (`module.name(`, `name(`, an alias)
+    qualified: str = ""  # ... and when the file's imports are known, called by this qualified name
+    int_first: bool = False  # ... with a first argument that is not a string literal
+    makers: tuple[bytes, ...] = ()  # a method of a returned type: one of the calls returning it
+    module: str = ""  # an `import` entry: the module, which the file must import
 
 
 class _Triggers:
     def __init__(self, catalogue: Catalogue):
         clauses: list[_Clause] = []
         stops: set[bytes] = set()
-        methods: set[str] = set()
-        method_kinds: set[str] = set()
-        returns: dict[bytes, set[str]] = {}  # word of an entry with `returns` -> root of the type
+        methods: dict[str, set[str]] = {}  # method name -> kinds
+        method_needs: dict[str, tuple[bytes, ...]] = {}
+        # word of an entry with `returns` -> (its root, the words its name needs, the type's root)
+        returns: dict[bytes, set[tuple[str, tuple[bytes, ...], str]]] = {}
+        patched: set[bytes] = set()
+        patched_members: set[bytes] = set()  # `Class.method` entries: the receiver is an instance
+        returned = {api.get("returns") for api in catalogue.apis if api.get("returns")}
+        makers: dict[str, tuple[bytes, ...]] = {}  # returned type -> last words of the calls returning it
+        for api in catalogue.apis:
+            if api.get("returns"):
+                # (the class itself makes instances too: `llama_cpp.Llama(...)` next to `Llama.from_pretrained`)
+                ret = api.get("returns")
+                makers[ret] = tuple(sorted(set(makers.get(ret, ())) | {_word_of(api.name).encode(), ret.rsplit(".", 1)[-1].encode()}))
         for api in catalogue.apis:
             if api.kind == "probe":
                 continue
@@ -74,7 +147,8 @@ class _Triggers:
             if api.get("returns"):
                 last = _word_of(api.name)
                 if last:
-                    returns.setdefault(last.encode(), set()).add(api.get("returns").split(".")[0])
+                    need = tuple(w.encode() for w in _name_words(api, returned) if w)
+                    returns.setdefault(last.encode(), set()).add((api.name.split(".")[0], need, api.get("returns").split(".")[0]))
             if api.get("exits"):
                 stops.add(api.name.rsplit(".", 1)[-1].encode())
             kinds = set()
@@ -82,47 +156,323 @@ class _Triggers:
                 kinds.add("init")
             if api.init is not None and api.kind == "call" and not api.is_glob:
                 kinds.add("monkeypatch")  # `torch.cuda.is_available = ...`
-            if effects - {"returns", "exits"}:
-                kinds.add("*")
+                patched.add(_word_of(api.name).encode())
+                if any(p[:1].isupper() for p in api.name.split(".")[:-1]):
+                    patched_members.add(_word_of(api.name).encode())
+            for effect in effects - _NO_KIND:
+                if effect == "env_mapping":
+                    kinds.add("env")
+                elif effect in _LLAMA:
+                    kinds.add("llama")
+                elif effect in _THREAD:
+                    kinds.add("thread")
+                else:
+                    kinds.add(_LABEL_KINDS.get(effect, "*"))
             if not kinds:
                 continue  # produces no event of its own
+            needs = tuple(sorted({c for _slots, pattern in api.match for c in _chunks(pattern)}))
+            keywords = tuple(sorted({slots[0].encode() for slots, pattern in api.match if len(slots) == 1 and not slots[0].isdigit() and pattern != "<none>"}))
             if api.kind == "method":
-                methods.add(api.name)
-                method_kinds.update(kinds)
+                for kind in kinds:
+                    methods.setdefault(api.name, set()).add(kind)
+                # entries of one method name: the weakest needs (an entry without any) win
+                method_needs[api.name] = needs if method_needs.get(api.name, needs) == needs else ()
                 continue
             parts = api.name.split(".")
             root = parts[0]
-            words = [p for p in parts[1:] if not any(ch in p for ch in "*?[")] if api.is_glob else [_word_of(api.name)]
-            for slots, _pattern in api.match:
-                if api.is_glob:
-                    words.extend(s for s in slots if not s.isdigit())
-            clauses.append(_Clause(tuple(sorted(kinds)), "" if root == "builtins" else root, tuple(w.encode() for w in words if w)))
+            words = _name_words(api, returned)
+            # an initializing call is a call: `torch.device` in a type hint is not one
+            called, qualified, int_first = b"", "", False
+            typ = max((t for t in returned if api.name.startswith(t + ".")), key=len, default="")
+            # a method of an instance (`Class.method`, or of a type some call returns) is called on
+            # any receiver; everything else is called by a name the imports qualify
+            member = any(p[:1].isupper() for p in parts[:-1]) or any(api.name.startswith(t + ".") for t in returned)
+            if api.kind == "call" and not api.is_glob and parts[-1] == "__enter__" and len(parts) > 2:
+                called = b"%s.%s" % (parts[-3].encode(), parts[-2].encode())  # `with X(...):`
+                qualified = "" if any(p[:1].isupper() for p in parts[:-2]) else ".".join(parts[:-1])
+            elif api.kind == "call" and not api.is_glob and not _DUNDER.match(parts[-1]) and len(parts) > 1:
+                # torch.device(<int>): a first argument that is a string literal is not an int
+                int_first = any("0" in slots and pattern == "<int>" for slots, pattern in api.match)
+                called = b"%s.%s%s" % (parts[-2].encode(), parts[-1].encode(), b"(int" if int_first else b"")
+                qualified = "" if member else api.name
+            elif api.kind == "call" and api.is_glob and not member and len(parts) > 1 and not any(ch in parts[0] for ch in "*?["):
+                qualified = api.name  # `torch.*`: some call qualified into the package
+            for kind in sorted(kinds):
+                clauses.append(
+                    _Clause(
+                        kind,
+                        "" if root == "builtins" else root,
+                        tuple(w.encode() for w in words if w),
+                        needs if kind != "monkeypatch" else (),
+                        keywords if kind != "monkeypatch" else (),
+                        called if kind == "init" else b"",
+                        qualified if kind == "init" else "",
+                        int_first,
+                        makers.get(typ, ()) if typ else (),
+                        api.name if api.kind == "import" else "",
+                    )
+                )
         for env in catalogue.env:
             if env.frozen_by.startswith("import:"):
                 module = env.frozen_by.split(":", 1)[1]
                 parts = module.split(".")
-                clauses.append(_Clause(("import_lib",), parts[0], tuple(p.encode() for p in parts[1:])))
+                clauses.append(_Clause("import_lib", parts[0], tuple(p.encode() for p in parts[1:])))
         self.clauses = tuple(clauses)
-        self.method_kinds = tuple(sorted(method_kinds))
+        self.methods = {name.encode(): (tuple(sorted(k)), method_needs.get(name, ())) for name, k in methods.items()}
         self.stops = frozenset(stops | _STOP_WORDS)
+        self.exits = frozenset(stops)  # the last names of calls that end the process
         self.returns = {k: frozenset(v) for k, v in returns.items()}
-        self.method_re = re.compile(rb"\.\s*(?:" + b"|".join(re.escape(m.encode()) for m in sorted(methods)) + rb")\b") if methods else None
+        self.method_re = re.compile(rb"\.\s*(" + b"|".join(re.escape(m.encode()) for m in sorted(methods)) + rb")\s*\(") if methods else None
+        # `torch.cuda.is_available = f` (an attribute: a plain name is a new binding); setattr(...) as a word
+        self.patch_re = (
+            re.compile(rb"(?:^|;)[ \t]*([A-Za-z_]\w*)(?:\s*\.\s*[A-Za-z_]\w*)*\s*\.\s*(" + b"|".join(re.escape(w) for w in sorted(patched)) + rb")\s*(?::[^=\n]*)?=(?!=)", re.M)
+            if patched
+            else None
+        )
+        self.patched = frozenset(patched)
+        self.patched_members = frozenset(patched_members)
 
-    def kinds(self, words: frozenset, data: bytes, own_root: str) -> tuple[str, ...]:
-        """The event kinds the file's catalogue effects may produce."""
+    def _assigns_api(self, data: bytes, heads: Optional[frozenset]) -> bool:
+        """`torch.cuda.is_available = f`: an attribute of an imported name (`self.device = d` is not)."""
+        for m in self.patch_re.finditer(data):  # type: ignore[union-attr]
+            if heads is None or m.group(1) in heads or m.group(2) in self.patched_members:
+                return True
+        if b"setattr" in data:  # setattr(torch.cuda, "is_available", f)
+            for m in _SETATTR.finditer(data):
+                # the summarizer needs the attribute's name as a literal
+                if m.group(2) in self.patched and (heads is None or m.group(1) in heads or m.group(2) in self.patched_members):
+                    return True
+        return False
+
+    @staticmethod
+    def _is_called(clause: "_Clause", data: bytes, seen: dict, bases: Optional[Mapping[bytes, tuple[str, ...]]]) -> bool:
+        if clause.qualified and bases is not None:
+            calls = seen.get(b"")
+            if calls is None:
+                calls = seen[b""] = _qualified_calls(data, bases)
+            if any(ch in clause.qualified for ch in "*?["):
+                import fnmatch
+
+                return any(fnmatch.fnmatchcase(name, clause.qualified) for name in calls)
+            hit = calls.get(clause.qualified)
+            return hit is not None and (hit or not clause.int_first)
+        return not clause.called or _called(clause.called, data, seen)
+
+    def kinds(
+        self,
+        words: frozenset,
+        data: bytes,
+        own_root: str,
+        root_words: Optional[frozenset] = None,
+        only: Optional[str] = None,
+        heads: Optional[frozenset] = None,
+        bases: Optional[Mapping[bytes, tuple[str, ...]]] = None,
+        imported: Optional[frozenset] = None,
+        qcalls: Optional[dict[str, bool]] = None,
+        strings: Optional[bytes] = None,
+    ) -> tuple[str, ...]:
+        """The event kinds the file's catalogue effects may produce.
+
+        `words`/`data`: the text the entries' names must appear in; `root_words`: the words of the
+        whole file (where imports of the entries' packages are), by default `words`; `heads`: the
+        names the file imports (None: unknown, e.g. a star import); `bases`: what each imported
+        name stands for (cudalint.prefilter._imports), None when unknown; `imported`: the modules
+        the file imports (None: unknown)."""
+        root_words = words if root_words is None else root_words
         roots = {own_root.encode()} if own_root else set()
-        for word, types in self.returns.items():
-            if word in words:
-                roots.update(t.encode() for t in types)
+        # the package of a type a present entry returns, when that entry's own package is reachable
+        grew = True
+        while grew:
+            grew = False
+            for word, pairs in self.returns.items():
+                if word in root_words:
+                    for entry_root, need, type_root in pairs:
+                        t = type_root.encode()
+                        if t in roots or not all(w in root_words for w in need):
+                            continue
+                        if entry_root.encode() in root_words or entry_root.encode() in roots:
+                            roots.add(t)
+                            grew = True
+        strings_of = _Strings(data if strings is None else strings)
+        patched = self.patch_re is not None and self._assigns_api(data, heads)
         kinds: set[str] = set()
+        seen_calls: dict[bytes, object] = {} if qcalls is None else {b"": qcalls}
         for clause in self.clauses:
-            if clause.root and clause.root.encode() not in words and clause.root.encode() not in roots:
+            if (only is not None and clause.kind != only) or clause.kind in kinds:
                 continue
-            if all(w in words for w in clause.words):
-                kinds.update(clause.kinds)
-        if self.method_re is not None and self.method_re.search(data):
-            kinds.update(self.method_kinds)  # x.cuda(), x.to("cuda")
+            if clause.root and clause.root.encode() not in root_words and clause.root.encode() not in roots:
+                continue
+            if clause.kind == "monkeypatch" and not patched:
+                continue
+            if clause.module and imported is not None and clause.module not in imported:
+                continue
+            if (
+                all(w in words for w in clause.words)
+                and (not clause.makers or any(w in root_words for w in clause.makers))
+                and strings_of.may_hold(clause.needs)
+                and all(_keyword(k, data, seen_calls) for k in clause.keywords)
+                and (not (clause.called or clause.qualified) or self._is_called(clause, data, seen_calls, bases))
+            ):
+                kinds.add(clause.kind)
+        if self.method_re is not None:
+            for name in {m.group(1) for m in self.method_re.finditer(data)}:  # x.cuda(), x.to("cuda")
+                mkinds, needs = self.methods[name]
+                if strings_of.may_hold(needs):
+                    kinds.update(k for k in mkinds if only is None or k == only)
+        if "env" in kinds:
+            kinds.discard("env")
+            if _ENV_WRITE.search(data):
+                kinds.add("*")
         return tuple(sorted(kinds))
+
+
+def _called(spec: bytes, data: bytes, seen: dict[bytes, bool]) -> bool:
+    """Whether `module.name` may be called here: `name(...)` (imported by name or through a star),
+    `module.name(...)`, `alias.name(...)` when `module` is imported under an alias, or `name`
+    imported under an alias. With "(int", a first argument that is a string literal does not count."""
+    hit = seen.get(spec)
+    if hit is None:
+        pattern = _CALLED.get(spec)
+        if pattern is None:
+            owner, _, name = spec.partition(b".")
+            args = rb"\s*\((?!\s*[rRbBuUfF]{0,2}[\"'])" if name.endswith(b"(int") else rb"\s*\("
+            name = re.escape(name.removesuffix(b"(int"))
+            owner = re.escape(owner)
+            pattern = _CALLED[spec] = (
+                re.compile(rb"(?<![\w.])" + name + args + rb"|\b" + owner + rb"\s*\.\s*" + name + args + rb"|\b" + name + rb"\s+as\b"),
+                re.compile(rb"\b" + owner + rb"\b[^\n]*\bas\b"),  # the module imported under an alias...
+                re.compile(rb"\.\s*" + name + args),  # ...and a call of `name` on something
+            )
+        plain, alias, member = pattern
+        hit = seen[spec] = plain.search(data) is not None or (alias.search(data) is not None and member.search(data) is not None)
+    return hit
+
+
+_CALLED: dict[bytes, tuple[re.Pattern, re.Pattern, re.Pattern]] = {}
+_CALL_CHAIN = re.compile(rb"(?<![\w.])([A-Za-z_]\w*(?:[ \t]*\.[ \t]*[A-Za-z_]\w*)*)[ \t]*\(\s*(-?\d|[A-Za-z_]\w*)?")
+
+
+_INT_ASSIGNED = re.compile(rb"\b([A-Za-z_]\w*)\s*(?::[^=\n]*)?=\s*-?\d")
+
+
+def _assigned_int(name: bytes, data: bytes, seen: dict[bytes, bool]) -> bool:
+    names = seen.get(b"")
+    if names is None:
+        names = seen[b""] = {m.group(1) for m in _INT_ASSIGNED.finditer(data)}  # type: ignore[assignment]
+    return name in names  # type: ignore[operator]
+
+
+def _qualified_calls(data: bytes, bases: Mapping[bytes, tuple[str, ...]], ints: Optional[dict] = None) -> dict[str, bool]:
+    """Qualified name -> whether some call of it has a first argument that may be an int;
+    a dotted call `a.b.c(...)` is qualified through what its head was imported as (a local name,
+    builtins and the like are kept as written)."""
+    out: dict[str, bool] = {}
+    ints = {} if ints is None else ints  # (given: the names of the whole file, where constants are)
+    for m in _CALL_CHAIN.finditer(data):
+        chain = m.group(1)
+        if b" " in chain or b"\t" in chain:
+            chain = re.sub(rb"\s", b"", chain)
+        head, _, rest = chain.partition(b".")
+        base = bases.get(head)
+        names = [chain.decode()]
+        if base:
+            names.append(base[0] + ("." + rest.decode() if rest else ""))
+        # an int literal, or a name some assignment gives one (what cudalint.summarize.literal sees)
+        first = m.group(2)
+        nonstring = first is not None and (first[:1] in b"-0123456789" or _assigned_int(first, data, ints))
+        for name in names:
+            out[name] = out.get(name, False) or nonstring
+    return out
+
+
+def _keyword(name: bytes, data: bytes, seen: dict[bytes, bool]) -> bool:
+    key = b"=" + name
+    hit = seen.get(key)
+    if hit is None:
+        # the value cudalint.summarize.value_of can read as a string: a literal, a constant's name,
+        # a call (`torch.device("cuda")`); not `device=None`, `device=0`, `device=x.device.type`
+        hit = seen[key] = (
+            re.search(
+                rb"\b" + re.escape(name) + rb"\s*=(?!=)\s*(?:[rRbBuUfF]{0,2}[\"']|(?!(?:None|True|False)\b)[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*\s*\(|(?!(?:None|True|False)\b)[A-Za-z_]\w*\b(?!\s*\.))",
+                data,
+            )
+            is not None
+        )
+    return hit
+
+
+class _Strings:
+    """Whether a file's string values may contain given text (lazy: most files need no answer)."""
+
+    def __init__(self, data: bytes):
+        self.data = data
+        self.joined: Optional[bytes] = None
+        self.escapes: Optional[set[str]] = None
+
+    def may_hold(self, needs: tuple[bytes, ...]) -> bool:
+        for need in needs:
+            if self._has(need, self.data):
+                continue
+            if self._escaped(need):
+                return True
+            if self.joined is None:
+                self.joined = _JOINER.sub(b"", self.data)
+            if not self._has(need, self.joined):
+                return False
+        return True
+
+    def _escaped(self, need: bytes) -> bool:
+        """An escape in the file spells one of the text's characters (`"\\x63uda"`)."""
+        if self.escapes is None:
+            import codecs
+
+            self.escapes = set()
+            for m in _ESCAPE.finditer(self.data):
+                try:
+                    self.escapes.add(codecs.decode(m.group(0), "unicode_escape"))
+                except (UnicodeDecodeError, ValueError):
+                    self.escapes.add("")  # cannot tell: any character
+        chars = set(need.lstrip(b"^").decode("utf-8", "replace"))
+        return "" in self.escapes or not self.escapes.isdisjoint(chars)
+
+    @staticmethod
+    def _has(need: bytes, data: bytes) -> bool:
+        if not need.startswith(b"^"):
+            return need in data
+        # a value that starts with the text: a string literal opening with it, where a value can be
+        # written: an argument, a keyword or constant (`=`, not `==`), a list of command words
+        pattern = _LEADING.get(need)
+        if pattern is None:
+            pattern = _LEADING[need] = re.compile(rb"(?:(?<![=!<>])=|[(,\[])\s*[rRbBuUfF]{0,2}[\"']" + re.escape(need[1:]))
+        return need[1:] in data and pattern.search(data) is not None
+
+
+_LEADING: dict[bytes, re.Pattern] = {}
+_SETATTR = re.compile(rb"\bsetattr\s*\(\s*([A-Za-z_]\w*)(?:[^,()]*,\s*[rRbBuU]?[\"']([A-Za-z_]\w*))?")
+
+
+def _chunks(pattern: str) -> tuple[bytes, ...]:
+    """The literal pieces a value matching the glob must contain ("cuda*" -> ^cuda: at its start)."""
+    if pattern.startswith("<") and pattern.endswith(">"):
+        return ()  # <int>, <none>
+    if pattern in ("True", "False", "None"):
+        return ()  # a bool or None value, not a string
+    pieces = re.split(r"\*|\?|\[[^\]]*\]", pattern)
+    out = [("^" if i == 0 else "") + p for i, p in enumerate(pieces) if len(p) >= 2]
+    return tuple(p.encode() for p in out)
+
+
+def _name_words(api, returned: set) -> list[str]:
+    """The words a file must hold for the summarizer to resolve a call to `api`: every part of the
+    name (an import or an attribute chain spells it) except the root, a dunder, and the parts of a
+    type the summarizer knows from a `returns`; for a glob, its plain parts and keyword slots."""
+    parts = api.name.split(".")
+    if api.is_glob:
+        words = [p for p in parts[1:] if not any(ch in p for ch in "*?[")]
+        return words + [s for slots, _pattern in api.match for s in slots if not s.isdigit()]
+    words = parts[1:-1] if _DUNDER.match(parts[-1]) else parts[1:]
+    typ = max((t for t in returned if api.name.startswith(t + ".")), key=len, default="")
+    return words[len(typ.split(".")) - 1 :] if typ else words
 
 
 def _word_of(name: str) -> str:
@@ -144,23 +494,530 @@ def _triggers(catalogue: Catalogue) -> _Triggers:
     return hit[1]
 
 
+def _lines(data: bytes) -> bytes:
+    """Every line ending as `\n`, so that ast's line numbers index the lines (`\r` ends one too)."""
+    return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data
+
+
 def scan(data: bytes, catalogue: Catalogue, modname: str, is_package: bool) -> Scan:
+    original = data = _lines(data)
     if b"\\\n" in data:
         data = data.replace(b"\\\r\n", b" ").replace(b"\\\n", b" ")
     words = frozenset(_WORD.findall(data))
     trig = _triggers(catalogue)
     own_root = modname.split(".", 1)[0]
-    kinds = trig.kinds(words, data, own_root)
+    imports, chains, stars = _imports(data, modname, is_package)
+    heads = None if stars else frozenset(chains)
+    kinds = trig.kinds(words, data, own_root, heads=heads, bases=None if stars else chains, imported=frozenset(imports))
     may_stop = not trig.stops.isdisjoint(words)
-    return Scan(kinds=kinds, may_stop=may_stop, imports=_imports(data, modname, is_package))
+    tree = _ast(original)
+    if tree is None:
+        return Scan(kinds=kinds, may_stop=may_stop, imports=imports, syntax_ok=False)
+    top_kinds: tuple[str, ...] = ()
+    targets: tuple[str, ...] = ()
+    top_stop = 0
+    stop_chains: tuple[str, ...] = ()
+    func_imports: tuple[str, ...] = ()
+    code: set[str] = set(stars)
+    if imports or kinds or may_stop:
+        layout = _Layout(tree, original, words, chains, stars, modname if is_package else modname.rpartition(".")[0], frozenset(imports))
+        func_imports = tuple(sorted(layout.func_imports))
+        top_kinds, targets, _ = layout.reach(None, trig, own_root, bool(kinds))
+        exits = trig.exits
+        asked: list[str] = []
+        if layout.never_returns(None, exits, lambda name: asked.append(name) or False):  # type: ignore[func-returns-value]
+            top_stop = 1
+        elif layout.never_returns(None, exits, lambda name: True):
+            top_stop = 2  # depends on functions of other modules: cudalint.prefilter._Calls asks them
+            stop_chains = tuple(sorted(set(asked)))
+        # any code: every word outside the import statements that names an import
+        for word in _WORD.findall(layout.text(layout.outside(layout.imports))):
+            code.update(chains.get(word, ()))
+    return Scan(
+        kinds=kinds, may_stop=may_stop, imports=imports, top_kinds=top_kinds, top_targets=targets, code_targets=tuple(sorted(code)), top_stop=top_stop, stop_chains=stop_chains, func_imports=func_imports
+    )
 
 
-def _imports(data: bytes, modname: str, is_package: bool) -> tuple[str, ...]:
+def _ast(data: bytes) -> Optional[ast.Module]:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return compile(data, "<cudalint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+
+
+def _names(node: ast.AST) -> Iterable[bytes]:
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name):
+            yield sub.id.encode()
+        elif isinstance(sub, ast.Attribute):
+            yield sub.attr.encode()
+
+
+def _body_names(fn: ast.AST) -> Iterable[bytes]:
+    for st in getattr(fn, "body", ()):
+        yield from _names(st)
+
+
+def _top_names(stmts: list) -> Iterable[bytes]:
+    """The names the code that runs on import uses: not function bodies, not imports."""
+    for st in stmts:
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = st.args
+            for n in (*st.decorator_list, *a.defaults, *a.kw_defaults, st.returns, *(x.annotation for x in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if x is not None)):
+                if n is not None:
+                    yield from _names(n)
+        elif isinstance(st, ast.ClassDef):
+            # (its bases are reached when the class is: cudalint.prefilter._Layout.reach)
+            for n in (*st.decorator_list, *(k.value for k in st.keywords)):
+                yield from _names(n)
+            yield from _top_names(st.body)
+        elif isinstance(st, (ast.Import, ast.ImportFrom)):
+            continue
+        else:
+            for field, value in ast.iter_fields(st):
+                items = value if isinstance(value, list) else [value]
+                for item in items:
+                    if isinstance(item, ast.stmt):
+                        yield from _top_names([item])
+                    elif isinstance(item, (ast.excepthandler, ast.match_case)):
+                        for part in (getattr(item, "type", None), getattr(item, "pattern", None), getattr(item, "guard", None)):
+                            if part is not None:
+                                yield from _names(part)
+                        yield from _top_names(item.body)
+                    elif isinstance(item, ast.AST):
+                        yield from _names(item)
+
+
+_COMPOUND_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+# ---------- may a function never return normally (cudalint.flow: Summary.out is None) -------------
+# A formula over the calls that could end a path: True, False, ("call", dotted name), ("or", ...),
+# ("and", ...). Only the calls of functions that never return cut a caller's path short; a raise
+# inside an `if` does not (the flow engine joins the branches), nor one a handler catches.
+def _or(terms: list) -> object:
+    out = []
+    for t in terms:
+        if t is True:
+            return True
+        if t is not False:
+            out.append(t)
+    return ("or", tuple(out)) if len(out) > 1 else (out[0] if out else False)
+
+
+def _and(terms: list) -> object:
+    out = []
+    for t in terms:
+        if t is False:
+            return False
+        if t is not True:
+            out.append(t)
+    return ("and", tuple(out)) if len(out) > 1 else (out[0] if out else True)
+
+
+def _dotted(node: ast.AST) -> Optional[str]:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _calls_in(node: Optional[ast.AST]) -> object:
+    if node is None:
+        return False
+    terms = []
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call):
+            name = _dotted(sub.func)
+            terms.append(("call", name) if name else False)
+    return _or(terms)
+
+
+def _has_break(stmts: list) -> bool:
+    for st in stmts:
+        for sub in ast.walk(st):
+            if isinstance(sub, ast.Break):
+                return True  # (also a nested loop's: errs towards "may end")
+    return False
+
+
+def _block_stops(stmts: list) -> object:
+    terms = []
+    for st in stmts:
+        if isinstance(st, ast.Return):
+            terms.append(_calls_in(st.value))
+            return _or(terms)  # a normal return: what follows does not run
+        t = _stmt_stops(st)
+        terms.append(t)
+        if t is True:
+            break
+    return _or(terms)
+
+
+def _stmt_stops(st: ast.stmt) -> object:
+    if isinstance(st, ast.Raise):
+        return True
+    if isinstance(st, ast.If):
+        return _or([_calls_in(st.test), _and([_block_stops(st.body), _block_stops(st.orelse)])])
+    if isinstance(st, (ast.While,)):
+        test = st.test
+        forever = isinstance(test, ast.Constant) and bool(test.value)
+        if forever and not _has_break(st.body):
+            return True
+        return _calls_in(test)
+    if isinstance(st, (ast.For, ast.AsyncFor)):
+        return _calls_in(st.iter)
+    if isinstance(st, (ast.With, ast.AsyncWith)):
+        return _or([_calls_in(item.context_expr) for item in st.items] + [_block_stops(st.body)])
+    if isinstance(st, ast.Try) or type(st).__name__ == "TryStar":
+        body = _or([_block_stops(st.body), _block_stops(st.orelse)])
+        handled = _and([_block_stops(h.body) for h in st.handlers] + [body]) if st.handlers else body
+        return _or([handled, _block_stops(st.finalbody)])
+    if type(st).__name__ == "Match":
+        cases = st.cases  # type: ignore[attr-defined]
+        total = any(isinstance(c.pattern, ast.MatchAs) and c.pattern.pattern is None and c.guard is None for c in cases)
+        return _or([_calls_in(st.subject), _and([_block_stops(c.body) for c in cases]) if total else False])  # type: ignore[attr-defined]
+    if isinstance(st, ast.Assert):
+        test = st.test
+        if isinstance(test, ast.Constant) and not test.value:
+            return True
+        return _calls_in(test)
+    if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        a = st.args
+        return _or([_calls_in(n) for n in (*st.decorator_list, *a.defaults, *(d for d in a.kw_defaults if d is not None))])
+    if isinstance(st, ast.ClassDef):
+        return _or([_calls_in(n) for n in (*st.decorator_list, *st.bases, *(k.value for k in st.keywords))] + [_block_stops(st.body)])
+    if isinstance(st, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+        return _calls_in(st)
+    return False
+
+
+class _Layout:
+    """Where a module's code runs: its top level, and the bodies of its module- and class-level functions.
+
+    The top level is every line outside those bodies: decorators, default values and class bodies
+    run on import. Words are bytes-level (strings and comments count), so reaching errs towards more."""
+
+    def __init__(
+        self,
+        tree: ast.Module,
+        data: bytes,
+        words: frozenset,
+        chains: Mapping[bytes, tuple[str, ...]],
+        stars: tuple[str, ...],
+        package: str = "",
+        imported: Optional[frozenset] = None,
+    ):
+        self.data = data
+        self.imported = imported  # the modules the file imports (cudalint.prefilter._imports)
+        self.package = package
+        self.func_imports: set[str] = set()  # modules imported inside functions (calling them imports)
+        self.imports_of: dict[bytes, set[str]] = {}  # function name -> the modules it imports
+        self.words = words
+        self.chains = chains
+        self.stars = stars
+        self.bodies: dict[bytes, list[tuple[int, int]]] = {}  # function name -> line ranges of its bodies
+        self.nodes: dict[bytes, list[ast.AST]] = {}  # function name -> its definitions
+        self.methods: dict[bytes, list[bytes]] = {}  # class name -> its functions (nested classes' too)
+        self.bases: dict[bytes, list[bytes]] = {}  # class name -> the names in its bases
+        self.base_chains: dict[bytes, list[str]] = {}  # class name -> its bases as dotted names
+        self.owned: dict[Optional[bytes], dict[bytes, list[ast.AST]]] = {None: {}}  # class (None: module) -> function -> definitions
+        self.excluded: list[tuple[int, int]] = []
+        self.headers: list[tuple[int, int]] = []  # def lines: decorators, parameters and their defaults
+        self.imports: list[tuple[int, int]] = []
+        self.tree = tree
+        self.docs: list[tuple[int, int]] = []  # docstrings: prose, whatever calls it mentions
+        self._top: Optional[bytes] = None
+        self._consts: Optional[bytes] = None
+        self._bodies: dict[bytes, bytes] = {}
+        self._qc: dict[int, dict[str, bool]] = {}
+        self._names: dict[bytes, frozenset] = {}
+        self._top_int_names: Optional[set] = None
+        self._kinds: dict[Optional[bytes], tuple[str, ...]] = {}
+        self._import_words: Optional[frozenset] = None
+        self.env_writes: Optional[bool] = None
+        starts = [0]
+        pos = data.find(b"\n")
+        while pos >= 0:
+            starts.append(pos + 1)
+            pos = data.find(b"\n", pos + 1)
+        starts.append(len(data) + 1)
+        self.starts = starts
+        self._doc(tree.body)
+        self._walk(tree.body, ())
+
+    def _doc(self, body: list) -> None:
+        first = body[0] if body else None
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            self.docs.append((first.lineno, first.end_lineno or first.lineno))
+
+    def _walk(self, stmts: list, classes: tuple[bytes, ...]) -> None:
+        for st in stmts:
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self._doc(st.body)
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                a = st.args
+                head = [*st.decorator_list, *a.defaults, *(d for d in a.kw_defaults if d is not None), st.returns]
+                head += [x.annotation for x in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if x is not None]
+                last = max((n.end_lineno or n.lineno for n in head if n is not None), default=st.lineno)
+                start, end = max(st.body[0].lineno, last + 1), st.end_lineno or st.lineno
+                name = st.name.encode()
+                first = min([st.lineno] + [d.lineno for d in st.decorator_list])
+                self.headers.append((first, start - 1))
+                self.nodes.setdefault(name, []).append(st)
+                mine = self.imports_of.setdefault(name, set())
+                s0, s1 = self.starts[st.lineno - 1], self.starts[end] - 1
+                for sub in ast.walk(st) if b"import" in self.data[s0:s1] else ():
+                    if isinstance(sub, ast.Import):
+                        mine.update(a.name for a in sub.names)
+                    elif isinstance(sub, ast.ImportFrom):
+                        base = _relative(self.package, sub.level, sub.module or "") if sub.level else sub.module
+                        if base:
+                            mine.add(base)
+                            mine.update(f"{base}.{a.name}" for a in sub.names)
+                self.func_imports |= mine
+                self.owned.setdefault(classes[-1] if classes else None, {}).setdefault(name, []).append(st)
+                if start <= end:
+                    self.bodies.setdefault(name, []).append((start, end))
+                    self.excluded.append((start, end))
+                for cls in classes:
+                    self.methods.setdefault(cls, []).append(name)
+            elif isinstance(st, ast.ClassDef):
+                self.bases.setdefault(st.name.encode(), []).extend(w for b in st.bases for w in _names(b))
+                self.owned.setdefault(st.name.encode(), {})
+                self.base_chains.setdefault(st.name.encode(), []).extend(d for d in map(_dotted, st.bases) if d)
+                self._walk(st.body, classes + (st.name.encode(),))
+            elif isinstance(st, (ast.Import, ast.ImportFrom)):
+                self.imports.append((st.lineno, st.end_lineno or st.lineno))
+            else:
+                for field in _COMPOUND_FIELDS:  # if/try/with/for/match at the top level
+                    for sub in getattr(st, field, None) or ():
+                        self._walk([sub] if isinstance(sub, ast.stmt) else sub.body, classes)
+
+    def never_returns(self, start: Optional[bytes], exits: frozenset, external: Callable[[str], bool], memo: Optional[dict] = None) -> bool:
+        """May the module's top level (`start` None; its `__main__` block does not run on import) or
+        the function or class named `start` end every path abnormally? `external(name)`: the same
+        question for a dotted name of another module."""
+        memo = {} if memo is None else memo
+        inits = (b"__init__", b"__new__", b"__post_init__")
+
+        def method(cls: bytes, name: bytes, seen: frozenset = frozenset()) -> Optional[bool]:
+            """`name` of class `cls` or of its bases (None: not found here)."""
+            if name in self.owned.get(cls, {}):
+                return defined(cls, name)
+            for base in self.base_chains.get(cls, ()):
+                if base in self.owned and base not in seen:
+                    hit = method(base, name, seen | {cls})
+                    if hit is not None:
+                        return hit
+                elif base.split(".", 1)[0].encode() in self.chains:
+                    head, _, rest = base.partition(".")
+                    if external(self.chains[head.encode()][0] + ("." + rest if rest else "") + "." + name.decode()):
+                        return True
+            return None
+
+        def defined(cls: Optional[bytes], name: bytes) -> bool:
+            key = (cls, name)
+            if key in memo:
+                return memo[key]
+            memo[key] = True  # in progress: a recursion may never return
+            memo[key] = any(value(_block_stops(d.body), cls) for d in self.owned.get(cls, {}).get(name, ()))
+            return memo[key]
+
+        def construct(cls: bytes) -> bool:
+            return any(method(cls, m) for m in inits)
+
+        def value(f: object, cls: Optional[bytes]) -> bool:
+            if f is True or f is False:
+                return f  # type: ignore[return-value]
+            op, arg = f  # type: ignore[misc]
+            if op == "or":
+                return any(value(x, cls) for x in arg)
+            if op == "and":
+                return all(value(x, cls) for x in arg)
+            head, _, rest = arg.partition(".")
+            last = arg.rsplit(".", 1)[-1].encode()
+            if last in exits:
+                return True
+            if head in ("self", "cls"):
+                return bool(cls is not None and "." not in rest and method(cls, last))
+            h = head.encode()
+            if h in self.owned:  # a class: `C(...)` or `C.method(...)`
+                return construct(h) if not rest else bool("." not in rest and method(h, last))
+            if h in self.owned.get(None, {}):
+                return not rest and defined(None, h)
+            if h in self.chains:
+                return external(self.chains[h][0] + ("." + rest if rest else ""))
+            return any(external(f"{m}.{arg}") for m in self.stars)
+
+        if start is None:
+            return value(_block_stops(self.tree.body), None)
+        if start in self.owned:
+            return construct(start)
+        return start in self.owned.get(None, {}) and defined(None, start)
+
+    def _names_of(self, name: bytes) -> frozenset:
+        hit = self._names.get(name)
+        if hit is None:
+            hit = self._names[name] = frozenset(w for fn in self.nodes[name] for w in _body_names(fn))
+        return hit
+
+    def _direct_kinds(self, key: Optional[bytes], trig: "_Triggers", own_root: str) -> tuple[str, ...]:
+        """The kinds the top level's own text (None) or a function's body may produce. The words of
+        the import lines count (an alias spells the rest of a name); string and int values may come
+        from the top level (a constant); an environment write through an alias may be anywhere.""" 
+        hit = self._kinds.get(key)
+        if hit is None:
+            text = self.top_text() if key is None else self.body_text(key)
+            text = text.replace(b"\\\r\n", b" ").replace(b"\\\n", b" ")
+            bases = None if self.stars else self.chains
+            found = set(
+                trig.kinds(
+                    frozenset(_WORD.findall(text)) | self.import_words(),
+                    text,
+                    own_root,
+                    root_words=self.words,
+                    heads=None if self.stars else frozenset(self.chains),
+                    bases=bases,
+                    imported=self.imported,
+                    qcalls=self._calls_of(text, bases) if bases is not None else None,
+                    strings=text if key is None else self.const_text() + b"\n" + text,
+                )
+            )
+            if self.env_writes is None:
+                # `env = os.environ` at the top, `env[k] = v` in a function: the function's own text
+                # does not say environ
+                self.env_writes = b"environ" in self.words and _ENV_ALIAS.search(self.data) is not None
+            if self.env_writes:
+                found.add("*")
+            hit = self._kinds[key] = tuple(sorted(found))
+        return hit
+
+    @property
+    def _top_ints(self) -> set:
+        if self._top_int_names is None:
+            self._top_int_names = {m.group(1) for m in _INT_ASSIGNED.finditer(self.const_text())}
+        return self._top_int_names
+
+    def import_words(self) -> frozenset:
+        if self._import_words is None:
+            self._import_words = frozenset(_WORD.findall(self.text(self.imports)))
+        return self._import_words
+
+    def const_text(self) -> bytes:
+        """The top level without the def lines: where the module's constants are (a parameter's
+        default is not one)."""
+        if self._consts is None:
+            self._consts = self.text(self.outside(self.excluded + self.headers))
+        return self._consts
+
+    def top_text(self) -> bytes:
+        if self._top is None:
+            self._top = self.text(self.outside(self.excluded))
+        return self._top
+
+    def body_text(self, name: bytes) -> bytes:
+        hit = self._bodies.get(name)
+        if hit is None:
+            hit = self._bodies[name] = self.text(self.bodies[name])
+        return hit
+
+    def _calls_of(self, text: bytes, bases: Mapping[bytes, tuple[str, ...]]) -> dict[str, bool]:
+        ints = {b"": set(self._top_ints) | {m.group(1) for m in _INT_ASSIGNED.finditer(text)}}
+        return _qualified_calls(text, bases, ints)  # (a constant: of the module, or of the function)
+
+    def text(self, ranges: list[tuple[int, int]]) -> bytes:
+        s = self.starts
+        if self.docs:
+            ranges = [r for a, b in ranges for r in self._minus_docs(a, b)]
+        return b"\n".join(self.data[s[a - 1] : s[b] - 1] for a, b in ranges)
+
+    def _minus_docs(self, a: int, b: int) -> list[tuple[int, int]]:
+        out = []
+        for da, db in self.docs:
+            if db < a or da > b or not self._alone(da, db):
+                continue
+            if da > a:
+                out.append((a, da - 1))
+            a = max(a, db + 1)
+        if a <= b:
+            out.append((a, b))
+        return out
+
+    def _alone(self, da: int, db: int) -> bool:
+        """A docstring that has its lines to itself (no code before or after it on them)."""
+        s = self.starts
+        first = self.data[s[da - 1] : s[da] - 1].strip()
+        last = self.data[s[db - 1] : s[db] - 1].strip()
+        return first[:1] in b"\"'rRbBuUfF" and last[-1:] in b"\"'"
+
+    def outside(self, cut: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        out, line = [], 1
+        for a, b in sorted(cut):
+            if a > line:
+                out.append((line, a - 1))
+            line = max(line, b + 1)
+        if line <= len(self.starts) - 2:
+            out.append((line, len(self.starts) - 2))
+        return out
+
+    def reach(self, start: Optional[bytes], trig: "_Triggers", own_root: str, any_kinds: bool) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+        """(the kinds the code reached may produce by itself, the names of other modules it may call,
+        the modules its functions import).
+
+        From the top level (`start` None) or from the function or class named `start`: each function
+        whose name reached code mentions is reached too; a class's name reaches its methods."""
+        if start is None:
+            # names, not words: the keys of a registry dict are strings, not calls of functions
+            mention = set(_top_names(self.tree.body))
+            todo = list(mention)
+        else:
+            mention, todo = {start}, [start]
+        done: set[bytes] = set()
+        while todo:
+            word = todo.pop()
+            for base in self.bases.get(word, ()):  # calling a class may run its bases' methods
+                if base not in mention:
+                    mention.add(base)
+                    todo.append(base)
+            for name in [word] + self.methods.get(word, []):
+                if name in done or name not in self.nodes:
+                    continue
+                done.add(name)
+                for w in self._names_of(name):
+                    if w not in mention:
+                        mention.add(w)
+                        todo.append(w)
+        kinds: set[str] = set()
+        if any_kinds:
+            # each function's own kinds, computed once: the union over what is reached
+            for key in ([None] if start is None else []) + sorted(done & set(self.bodies)):
+                kinds.update(self._direct_kinds(key, trig, own_root))
+        targets = set(self.stars)
+        for word in mention:
+            targets.update(self.chains.get(word, ()))
+        if start is not None and start not in self.nodes and start not in self.bases and start not in self.chains:
+            # a name this module does not define or import by name: from a star import, if any
+            targets.update(f"{m}.{start.decode()}" for m in self.stars)
+        imports = {m for name in done for m in self.imports_of.get(name, ())}
+        return tuple(sorted(kinds)), tuple(sorted(targets)), tuple(sorted(imports))
+
+
+def _imports(data: bytes, modname: str, is_package: bool) -> tuple[tuple[str, ...], dict[bytes, tuple[str, ...]], tuple[str, ...]]:
+    """(module names the file may import or reach, local name -> the names it may stand for,
+    modules star-imported)."""
     if b"import" not in data:
-        return ()
+        return (), {}, ()
     package = modname if is_package else modname.rpartition(".")[0]
     locals_: dict[bytes, str] = {}  # local name -> module (or module.attribute) it stands for
     names: set[str] = set()
+    stars: set[str] = set()
     for m in _FROM.finditer(data):
         dots, mod, what = m.group(1), m.group(2).decode(), m.group(3)
         base = _relative(package, len(dots), mod) if dots else mod
@@ -168,6 +1025,8 @@ def _imports(data: bytes, modname: str, is_package: bool) -> tuple[str, ...]:
             continue
         if base:
             names.add(base)
+            if what.strip() == b"*":
+                stars.add(base)
         for alias in _ALIAS.finditer(what.strip(b"()")):
             name, asname = alias.group(1), alias.group(2)
             if name in (b"as", b"import"):
@@ -191,6 +1050,7 @@ def _imports(data: bytes, modname: str, is_package: bool) -> tuple[str, ...]:
             else:
                 root = full.split(".", 1)[0]
                 locals_[root.encode()] = root
+    chains: dict[bytes, set[str]] = {local: {target} for local, target in locals_.items()}
     if locals_:
         # `import pkg` then `pkg.mod.f()` reaches pkg.mod without importing it by name
         for local, target in locals_.items():
@@ -200,13 +1060,16 @@ def _imports(data: bytes, modname: str, is_package: bool) -> tuple[str, ...]:
                 m = _CHAIN_TAIL.match(data, end)
                 # not the end of a longer name or an attribute of something else
                 if m is not None and (pos == 0 or data[pos - 1] not in _NAME_OR_DOT):
-                    names.add(target + re.sub(rb"\s", b"", m.group(1)).decode())
+                    full = target + re.sub(rb"\s", b"", m.group(1)).decode()
+                    names.add(full)
+                    chains[local].add(full)
                 pos = data.find(local, end)
     out: set[str] = set()
     for name in names:
         parts = name.split(".")
         out.update(".".join(parts[: i + 1]) for i in range(len(parts)))
-    return tuple(sorted(out))
+    # each local name's own target first (cudalint.prefilter._qualified_calls qualifies with it)
+    return tuple(sorted(out)), {k: (locals_[k],) + tuple(sorted(v - {locals_[k]})) for k, v in chains.items()}, tuple(sorted(stars))
 
 
 def _statement_start(data: bytes, pos: int) -> bool:
@@ -225,23 +1088,66 @@ def _relative(package: str, level: int, mod: str) -> Optional[str]:
     return ".".join([p for p in base + ([mod] if mod else []) if p])
 
 
-def select(scans: Mapping[str, Scan], modules: Mapping[str, str], judged: Iterable[str] = ("env_write",)) -> set[str]:
+def select(
+    scans: Mapping[str, Scan],
+    modules: Mapping[str, str],
+    judged: Iterable[str] = ("env_write",),
+    catalogue: Optional[Catalogue] = None,
+    read: Optional[Callable[[str], Optional[bytes]]] = None,
+) -> set[str]:
     """The files (of `scans`, by path) that need a summary; `modules` maps each path to its module name.
 
     `judged`: the event kinds the enabled checks judge (plus "init" when CUD003 looks at modules
     that initialize CUDA when imported). A file whose effects may produce one is a source of findings.
+    `catalogue` and `read` (a file's bytes) let CUD003's question follow the functions a top level
+    calls into other modules; without them every module below with an initialization counts.
     """
+    if len(scans) > PRECISE_MAX_FILES:
+        # following calls function by function costs time and memory that grow faster than the
+        # files (torch's 2,285: minutes and gigabytes); past this size, module by module
+        catalogue = read = None
     index = _Index(modules)
     edges = {path: index.targets(path, scan.imports) for path, scan in scans.items()}
     importers: dict[str, list[str]] = {}
     for path, targets in edges.items():
         for t in targets:
             importers.setdefault(t, []).append(path)
-    judged = set(judged) | {"*"}
-    # files whose walk may reach an event a check judges: those with such events and their importers
-    relevant = _up_closure((p for p, s in scans.items() if judged.intersection(s.kinds)), importers)
-    # files that may establish a fact or cut a path short, seen from an importer or caller
-    matter = _up_closure((p for p, s in scans.items() if s.kinds or s.may_stop), importers)
+    judged = set(judged)
+    kinds = _effective_kinds(scans, importers)
+    want = (judged - {"init"}) | {"*", "llama", "thread"}  # (the last two: CUD101/CUD102)
+    if "gpu_index" in judged:
+        want |= {"cuda_sink", "nvml_sink"}
+    calls = _Calls(index, scans, modules, kinds, importers, catalogue, read)
+    # a judged event is reached from the code of its own module, of the modules whose code calls
+    # (through any chain of functions) into it, and, when a module's top level reaches it, from
+    # every module that imports that one (importing runs the top level)
+    code: set[str] = set()  # whose functions may reach a judged event
+    top: set[str] = set()  # whose top level may: it runs after the modules it imports
+    own_top: set[str] = set()  # CUD003's: a module's own top level, without the modules it imports
+    named: set[str] = set()  # importers CUD003 names: their summaries' import lines, nothing below
+    for goal in [want] + ([{"init"}] if "init" in judged else []):
+        has = {p for p, ks in kinds.items() if goal & ks}
+        callers = _up_closure(has, importers)  # only an importer (at any distance) can call in
+        reach = {p for p in callers if p in has or calls.reaches(p, scans[p].code_targets, goal)}
+        on_import = {p for p in reach if goal & calls.gated(p, scans[p].top_kinds) or calls.reaches(p, scans[p].top_targets, goal)}
+        if goal == {"init"}:
+            # CUD003 judges a module someone imports by its own top level (cudalint.checks.import_time)
+            for path in on_import:
+                if path in importers:
+                    own_top.add(path)
+                    named.update(importers[path])
+        else:
+            code |= reach
+            top |= _up_closure(on_import, importers)
+    if calls.trig is None:
+        return _select_coarse(scans, kinds, edges, importers, code | top | own_top) | named
+    return code | top | own_top | named | calls.dependencies(code, top, own_top, edges)
+
+
+def _select_coarse(scans: Mapping[str, Scan], kinds: Mapping[str, set[str]], edges, importers, relevant: set[str]) -> set[str]:
+    """Every module below a relevant one that may establish a fact or end a path, and the modules
+    on the way to it (without the files' text to follow calls)."""
+    matter = _up_closure((p for p, s in scans.items() if kinds[p] or s.may_stop), importers)
     out = set(relevant)
     todo = list(relevant)
     while todo:
@@ -250,6 +1156,247 @@ def select(scans: Mapping[str, Scan], modules: Mapping[str, str], judged: Iterab
             if t in matter and t not in out:
                 out.add(t)
                 todo.append(t)
+    return out
+
+
+_LAYOUTS_KEPT = 64
+
+
+class _Calls:
+    """Whether calling names of other modules may reach kinds of events: the functions reached from
+    each name (cudalint.prefilter._Layout.reach), across modules, read on demand."""
+
+    def __init__(self, index, scans, modules, kinds, importers, catalogue, read):
+        self.index = index
+        self.scans = scans
+        self.modules = modules
+        self.kinds = kinds  # each file's kinds after CUD004's and the thread rules' gating
+        self.importers = importers
+        self.trig = _triggers(catalogue) if catalogue is not None and read is not None else None
+        self.read = read
+        self.layouts: OrderedDict[str, Optional[_Layout]] = OrderedDict()
+        self.nodes: dict[tuple[str, bytes], Optional[tuple[tuple[str, ...], tuple[str, ...], bool]]] = {}
+        self.below: dict[Optional[frozenset], set[str]] = {}
+        self.stops: dict[tuple[str, Optional[bytes]], bool] = {}
+        self.imatter: Optional[set[str]] = None
+        self.resolved: dict[tuple[str, str], list[tuple[str, Optional[bytes]]]] = {}
+        self.unreached: dict[Optional[frozenset], set[tuple[str, bytes]]] = {}  # nodes known not to reach a goal
+        self.memos: dict[str, dict] = {}
+
+    def gated(self, path: str, kinds: Iterable[str]) -> set[str]:
+        return self.kinds[path].intersection(kinds)
+
+    def _below(self, goal: Optional[set[str]]) -> set[str]:
+        """Files with such an event (None: any event, or a way to end a path) in them or below them."""
+        key = frozenset(goal) if goal is not None else None
+        below = self.below.get(key)
+        if below is None:
+            if goal is None:
+                seeds = (p for p, ks in self.kinds.items() if ks or self.scans[p].may_stop)
+            else:
+                seeds = (p for p, ks in self.kinds.items() if goal & ks)
+            below = self.below[key] = _up_closure(seeds, self.importers)
+        return below
+
+    def _matters(self, key: tuple[str, bytes], node: Optional[tuple], goal: Optional[set[str]]) -> bool:
+        target = key[0]
+        if node is None:
+            return True
+        if goal is None:
+            return bool(self.gated(target, node[0])) or self.never_returns(target, key[1])
+        return bool(goal & self.gated(target, node[0]))
+
+    def never_returns(self, path: str, name: Optional[bytes]) -> bool:
+        """May calling `name` of `path` (None: importing it) end every path? Across modules; a
+        question already being asked (recursion) is answered yes."""
+        key = (path, name)
+        hit = self.stops.get(key)
+        if hit is not None:
+            return hit
+        scan = self.scans[path]
+        if name is None and scan.top_stop != 2:
+            return scan.top_stop == 1
+        if name is None and not any(n is not None and t in self._below(None) for c in scan.stop_chains for t, n in self._resolve(path, c)):
+            return False  # none of the functions it depends on is a project function that could
+        layout = self._layout(path)
+        if layout is None:
+            return True
+        self.stops[key] = True
+        memo = self.memos.setdefault(path, {})
+
+        def external(chain: str) -> bool:
+            return any(n is not None and self.never_returns(t, n) for t, n in self._resolve(path, chain))
+
+        self.stops[key] = layout.never_returns(name, self.trig.exits, external, memo)  # type: ignore[union-attr]
+        return self.stops[key]
+
+    def dependencies(self, code: set[str], top: set[str], own_top: set[str], edges: Mapping[str, set[str]]) -> set[str]:
+        """What a full analysis of the relevant files uses besides them: below the `top` ones, the
+        modules whose top level may establish a fact or end a path (and those on the way to them);
+        the modules of the functions that `code` and `top` may call, and the top level of `own_top`,
+        that may (or call one that does)."""
+        scans = self.scans
+        out = self._imported(top, edges)
+        starts = [(p, c) for p in code | top for c in scans[p].code_targets]
+        starts += [(p, c) for p in out for c in scans[p].top_targets]
+        imports = {(p, m) for p in code | top for m in scans[p].func_imports}
+        # CUD003's walk of a top level does not run imports, not even inside the functions it calls
+        own = [(p, c) for p in own_top for c in scans[p].top_targets]
+        return out | self._called_modules(starts, imports, edges) | self._called_modules(own, set(), edges, imports_run=False)
+
+    def _import_matter(self) -> set[str]:
+        if self.imatter is None:
+            scans = self.scans
+            on_import = {
+                p for p in self._below(None) if self.gated(p, scans[p].top_kinds) or self.never_returns(p, None) or self.reaches(p, scans[p].top_targets, None)
+            }
+            self.imatter = _up_closure(on_import, self.importers)
+        return self.imatter
+
+    def _imported(self, start: Iterable[str], edges: Mapping[str, set[str]]) -> set[str]:
+        imatter = self._import_matter()
+        out: set[str] = set()
+        todo = list(start)
+        seen = set(todo)
+        while todo:
+            for t in edges.get(todo.pop(), ()):
+                if t in imatter and t not in seen:
+                    seen.add(t)
+                    out.add(t)
+                    todo.append(t)
+        return out
+
+    def _called_modules(self, starts: list[tuple[str, str]], imports: set[tuple[str, str]], edges: Mapping[str, set[str]], imports_run: bool = True) -> set[str]:
+        """The modules of the functions reached from `starts` that matter: they may establish a fact
+        or end a path, or call one that does (their summaries then carry it to the caller); and what
+        the modules they name may import (an import inside a function runs a top level)."""
+        below = self._below(None)
+        imatter = self._import_matter()
+        modules: set[str] = set()
+        children: dict[tuple[str, bytes], set[tuple[str, bytes]]] = {}
+        selfish: dict[tuple[str, bytes], bool] = {}
+        todo: list[tuple[Optional[tuple[str, bytes]], str, str]] = [(None, o, c) for o, c in starts]
+        while todo:
+            parent, origin, chain = todo.pop()
+            for target, name in self._resolve(origin, chain):
+                if target not in below:
+                    continue
+                if name is None:
+                    continue  # the module itself: not a call
+                key = (target, name)
+                if parent is not None:
+                    children.setdefault(parent, set()).add(key)
+                if key in selfish:
+                    continue
+                node = self._node(target, name)
+                # a function that imports a module runs its top level
+                runs = {t for m in (node[2] if node is not None and imports_run else ()) for t in self.index.targets(target, [m])} & imatter
+                modules |= runs
+                selfish[key] = bool(runs) or self._matters(key, node, None)
+                if node is not None:
+                    todo.extend((key, target, c) for c in node[1])
+        matters = {k for k, v in selfish.items() if v}
+        grew = True
+        while grew:  # a function that calls one that matters matters
+            grew = False
+            for parent, kids in children.items():
+                if parent not in matters and kids & matters:
+                    matters.add(parent)
+                    grew = True
+        for origin, name in imports:
+            modules |= self.index.targets(origin, [name]) & imatter
+        return {k[0] for k in matters} | modules | self._imported(modules, edges)
+
+    def reaches(self, path: str, chains: Iterable[str], goal: Optional[set[str]]) -> bool:
+        below = self._below(goal)
+        unreached = self.unreached.setdefault(frozenset(goal) if goal is not None else None, set())
+        seen: set[tuple[str, bytes]] = set()
+        todo = [(path, c) for c in chains]
+        while todo:
+            origin, chain = todo.pop()
+            for target, name in self._resolve(origin, chain):
+                if target not in below or name is None:
+                    continue  # nothing of the kind there; or the module itself, not a call into it
+                if self.trig is None:
+                    return True
+                if (target, name) in seen or (target, name) in unreached:
+                    continue
+                seen.add((target, name))
+                node = self._node(target, name)
+                if self._matters((target, name), node, goal):
+                    return True
+                todo.extend((target, c) for c in node[1])  # type: ignore[index]
+        unreached |= seen  # every node seen was followed to its end without reaching the goal
+        return False
+
+    def _resolve(self, origin: str, chain: str) -> list[tuple[str, Optional[bytes]]]:
+        key = (origin, chain)
+        hit = self.resolved.get(key)
+        if hit is None:
+            hit = self.resolved[key] = self._resolve_uncached(origin, chain)
+        return hit
+
+    def _resolve_uncached(self, origin: str, chain: str) -> list[tuple[str, Optional[bytes]]]:
+        parts = chain.split(".")
+        for i in range(len(parts), 0, -1):
+            hit = self.index.targets(origin, [".".join(parts[:i])])
+            if hit:
+                name = parts[i].encode() if i < len(parts) else None
+                return [(h, name) for h in sorted(hit)]
+        return []
+
+    def _node(self, path: str, name: bytes) -> Optional[tuple[tuple[str, ...], tuple[str, ...], bool]]:
+        key = (path, name)
+        if key not in self.nodes:
+            layout = self._layout(path)
+            modname = self.modules.get(path, "")
+            self.nodes[key] = None if layout is None else layout.reach(name, self.trig, modname.split(".", 1)[0], bool(self.scans[path].kinds))  # type: ignore[arg-type]
+        return self.nodes[key]
+
+    def _layout(self, path: str) -> Optional[_Layout]:
+        if path in self.layouts:
+            self.layouts.move_to_end(path)
+        else:
+            # a bounded number of syntax trees at once (torch's would take a gigabyte): what was
+            # learned from one is kept in self.nodes/self.stops, a tree evicted is parsed again
+            while len(self.layouts) >= _LAYOUTS_KEPT:
+                self.layouts.popitem(last=False)
+            data = self.read(path) if self.read is not None else None
+            data = _lines(data) if isinstance(data, bytes) else None
+            tree = _ast(data) if data is not None else None
+            if tree is None:
+                self.layouts[path] = None
+            else:
+                joined = data.replace(b"\\\r\n", b" ").replace(b"\\\n", b" ")  # type: ignore[union-attr]
+                names, chains, stars = _imports(joined, self.modules.get(path, ""), path.endswith("__init__.py"))
+                modname = self.modules.get(path, "")
+                package = modname if path.endswith("__init__.py") else modname.rpartition(".")[0]
+                self.layouts[path] = _Layout(tree, data, frozenset(_WORD.findall(joined)), chains, stars, package, frozenset(names))  # type: ignore[arg-type]
+        return self.layouts[path]
+
+
+def _effective_kinds(scans: Mapping[str, Scan], importers: Mapping[str, list[str]]) -> dict[str, set[str]]:
+    """Each file's kinds, with CUD004's roles kept only where they can meet: a sink needs a source of
+    the other numbering in its file or below it (a callee's return value); CUDA-ordinal sources
+    (`.index`, `local_rank`) matter only when the project has an NVML sink at all; thread starts,
+    locks and endpoints only when it has a llama.cpp context."""
+    has = {role: {p for p, s in scans.items() if role in s.kinds} for role in ("nvml_source", "cuda_source", "nvml_sink")}
+    nvml_below = _up_closure(has["nvml_source"], importers)
+    cuda_sources = has["cuda_source"] if has["nvml_sink"] else set()
+    cuda_below = _up_closure(cuda_sources, importers)
+    llama = any("llama" in s.kinds for s in scans.values())
+    out: dict[str, set[str]] = {}
+    for path, scan in scans.items():
+        ks = set(scan.kinds)
+        if "cuda_sink" in ks and path not in nvml_below:
+            ks.discard("cuda_sink")
+        if "nvml_sink" in ks and path not in cuda_below:
+            ks.discard("nvml_sink")
+        if not cuda_sources:
+            ks.discard("cuda_source")
+        if not llama:
+            ks.discard("thread")
+        out[path] = ks
     return out
 
 
@@ -275,18 +1422,30 @@ class _Index:
         for path, name in modules.items():
             if name:
                 self.by_name.setdefault(name, []).append(path)
+        self._dirs: dict[str, str] = {}
+        self._memo: dict[tuple[str, str], frozenset] = {}
+
+    def _one(self, base: str, name: str) -> frozenset:
+        key = (base, name)
+        hit = self._memo.get(key)
+        if hit is None:
+            rel = name.replace(".", "/")
+            out = set(self.by_name.get(name, ()))
+            for cand in (f"{base}/{rel}.py" if base else f"{rel}.py", f"{base}/{rel}/__init__.py" if base else f"{rel}/__init__.py"):
+                found = self.by_path.get(cand)
+                if found is not None:
+                    out.add(found)
+            hit = self._memo[key] = frozenset(out)
+        return hit
 
     def targets(self, importer: str, names: Iterable[str]) -> set[str]:
         import os
 
-        base = PurePath(os.path.normpath(importer)).parent
+        base = self._dirs.get(importer)
+        if base is None:
+            base = self._dirs[importer] = os.path.dirname(os.path.normpath(importer))
         out: set[str] = set()
         for name in names:
-            rel = name.replace(".", "/")
-            for cand in (base / f"{rel}.py", base / rel / "__init__.py"):
-                hit = self.by_path.get(str(cand))
-                if hit is not None:
-                    out.add(hit)
-            out.update(self.by_name.get(name, ()))
+            out |= self._one(base, name)
         out.discard(importer)
         return out

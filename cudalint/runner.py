@@ -2,8 +2,8 @@
 
 Two passes over the files, each in worker processes when there are many:
 1. scan every file's bytes (cudalint.prefilter) and hash them (the cache key);
-2. summarize the files the prefilter selects; every other file only gets CPython's own parser run
-   over it, so that a file with a syntax error still gets its CUD900 (libcst then says where).
+2. summarize the files the prefilter selects. The scan ran CPython's own parser over every file, so
+   a skipped file with a syntax error still gets its CUD900 (libcst then says where).
 
 Workers are started with the spawn method (no state inherited from the parent), receive paths and
 send back plain data (cudalint.serialize), never pickled objects of ours. Results are merged by path,
@@ -11,12 +11,10 @@ so the output does not depend on which worker finished first.
 """
 from __future__ import annotations
 
-import ast
 import gc
 import hashlib
 import json
 import os
-import warnings
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -90,15 +88,12 @@ def load_files(
         # pass 1: keys and scans (from the cache's index when the file's mtime and size are unchanged)
         keys: dict[str, str] = {}
         scans: dict[str, Scan] = {}
-        checked: set[str] = set()  # skipped before with these bytes, and CPython's parser took them
         problems: dict[str, Finding] = {}
         todo: list[FileInfo] = []
         for info in infos:
             hint = cache.lookup(info.path) if cache is not None and info.text is None else None
             if hint is not None:
                 keys[info.path], scans[info.path] = hint[0], _scan_from(hint[1])
-                if hint[2]:
-                    checked.add(info.path)
             else:
                 todo.append(info)
         for path, key, raw, stamp in pool.map(_scan_task, [(i, salt) for i in todo]):
@@ -120,15 +115,16 @@ def load_files(
             if reused is not None:
                 cache.save_index()
                 return Loaded(modules=[], problems=[], run_key=run_key, reused=reused)
-        chosen = set(scans) if not prefilter else select(scans, {i.path: i.module for i in infos if i.path in scans}, judged)
-        # pass 2: summaries of the chosen files, a syntax check of the others
+        with _no_gc():
+            chosen = set(scans) if not prefilter else select(scans, {i.path: i.module for i in infos if i.path in scans}, judged, catalogue, _reader(info_of))
+        # pass 2: summaries of the chosen files, and of the others CPython's parser refused (CUD900)
         results: dict[str, Any] = {}
         work: list[tuple[FileInfo, str, bool, str]] = []
         for info in infos:
             if info.path not in scans:
                 continue
             want = info.path in chosen
-            if not want and info.path in checked:
+            if not want and scans[info.path].syntax_ok:
                 continue
             # the same entries as cudalint.api.load_module (and so the flake8 plugin) reads and writes
             hit = _deep(lambda: cache.get(keys[info.path])) if cache is not None and want and info.cached else None
@@ -139,8 +135,6 @@ def load_files(
         summarized = 0
         for path, raw in pool.map(_summary_task, work, cache_dir=str(cache.directory) if cache is not None else None):
             if raw is None:
-                if cache is not None and info_of[path].text is None:
-                    cache.mark_checked(path, keys[path])
                 continue
             results[path] = _deep(lambda: decode(raw))
             summarized += path in chosen
@@ -173,17 +167,36 @@ def _info(path: str, text: Optional[str], cached: bool) -> FileInfo:
     return FileInfo(path=path, module=modname, is_package=is_package, text=data, cached=cached)
 
 
+def _reader(info_of: dict[str, FileInfo]) -> Callable[[str], Optional[bytes]]:
+    def read(path: str) -> Optional[bytes]:
+        data = _read(info_of[path])
+        return data if isinstance(data, bytes) else None
+
+    return read
+
+
 def _read(info: FileInfo) -> Union[bytes, Finding]:
     return info.text if info.text is not None else source.read_bytes(info.path)
 
 
 def _scan_from(raw: Sequence[Any]) -> Scan:
-    kinds, may_stop, imports = raw
-    return Scan(kinds=tuple(kinds), may_stop=bool(may_stop), imports=tuple(imports))
+    kinds, may_stop, imports, top_kinds, top_targets, code_targets, top_stop, stop_chains, func_imports, syntax_ok = raw
+    return Scan(
+        kinds=tuple(kinds),
+        may_stop=bool(may_stop),
+        imports=tuple(imports),
+        top_kinds=tuple(top_kinds),
+        top_targets=tuple(top_targets),
+        code_targets=tuple(code_targets),
+        top_stop=int(top_stop),
+        stop_chains=tuple(stop_chains),
+        func_imports=tuple(func_imports),
+        syntax_ok=bool(syntax_ok),
+    )
 
 
 def _scan_raw(s: Scan) -> list:
-    return [list(s.kinds), s.may_stop, list(s.imports)]
+    return [list(s.kinds), s.may_stop, list(s.imports), list(s.top_kinds), list(s.top_targets), list(s.code_targets), s.top_stop, list(s.stop_chains), list(s.func_imports), s.syntax_ok]
 
 
 # ---------- work done in a worker (or in-process when serial) ------------------------------------
@@ -207,16 +220,14 @@ def _scan_task(item: tuple[FileInfo, str], extra) -> tuple[str, str, Any, Option
 
 
 def _summary_task(item: tuple[FileInfo, str, bool, str], extra, cache_dir: Optional[str]) -> tuple[str, Any]:
-    """(path, encoded summary or CUD900 finding); None: a skipped file that CPython's parser takes."""
+    """(path, encoded summary or CUD900 finding); None: a skipped file that libcst parses after all."""
     info, key, want, salt = item
     data = _read(info)
     if isinstance(data, Finding):
         return info.path, encode(data)
-    result: Union[ModuleIR, Finding, None] = None
-    if want or not _compiles(data):
-        result = summarize_bytes(info.path, data, info.module, info.is_package, _catalogue(extra))
-        if isinstance(result, ModuleIR) and not want:
-            result = None  # CPython refused it but libcst did not: not our finding, not needed
+    result: Union[ModuleIR, Finding, None] = summarize_bytes(info.path, data, info.module, info.is_package, _catalogue(extra))
+    if isinstance(result, ModuleIR) and not want:
+        result = None  # CPython refused it but libcst did not: not our finding, not needed
     if result is None:
         return info.path, None
     if cache_dir is not None and info.cached:
@@ -238,16 +249,6 @@ def _deep(fn: Callable[[], Any]) -> Any:
         return call_deep(fn)
 
 
-def _compiles(data: bytes) -> bool:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            compile(data, "<cudalint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-        return True
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return False
-
-
 def summarize_bytes(path: str, data: bytes, modname: str, is_package: bool, catalogue: Catalogue) -> Union[ModuleIR, Finding]:
     from cudalint.api import _summarize_bytes  # one way to summarize, the library's own
 
@@ -263,8 +264,8 @@ def _run_chunk(fn_name: str, items: list, extra: tuple[str, ...], kwargs: dict) 
 @contextmanager
 def _no_gc() -> Iterator[None]:
     """Syntax trees are large and acyclic: reference counting frees them. The cycle collector would
-    walk every live node again and again while they are built (measured on timm, serial: 19.4 s
-    with it, 16.2 s without), so it pauses while a batch of files is scanned or summarized."""
+    walk every live node again and again while they are built (measured on timm: a third of a
+    serial run), so it pauses while a batch of files is scanned, summarized or selected."""
     enabled = gc.isenabled()
     gc.disable()
     try:

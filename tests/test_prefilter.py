@@ -170,3 +170,185 @@ def test_cache_is_shared_safely_by_two_runs(tmp_path: Path, monkeypatch) -> None
     assert results == [expected, expected]
     for entry in (tmp_path / "cache").rglob("*.json"):
         json.loads(entry.read_text())
+
+
+# ---------- generated programs that exercise what the selection reasons about -------------------
+# Spellings of CUDA initialization, environment writes, process starts and NVML indices; classes,
+# decorators, default values, re-exports, imports inside functions, helpers that never return: the
+# selection reads all of these from the text (cudalint.prefilter) and must agree with the parser.
+_INITS = [
+    "torch.cuda.init()",
+    "T.cuda.is_available()",
+    "ci()",
+    "x.cuda()",
+    "x.to('cuda')",
+    "x.to(DEV)",
+    "torch.zeros(1, device='cuda')",
+    "torch.zeros(1, device=DEV)",
+    "torch.device(0)",
+    "torch.device(IDX)",
+    "torch.load('w.pt', map_location='cuda:0')",
+    "torch.amp.autocast(device_type='cuda')",
+]
+_NOT_INITS = [
+    "torch.device('cuda')",
+    "x.to(device)",
+    "torch.zeros(1, device=None)",
+    "torch.amp.autocast(device_type=x.device.type)",
+    "print('x.cuda() in a string')",
+    "torch.manual_seed(0)",
+]
+_WRITES = [
+    "os.environ['CUDA_VISIBLE_DEVICES'] = '0'",
+    "env = os.environ\n    env['CUDA_DEVICE_ORDER'] = 'PCI_BUS_ID'",
+    "os.environ.update(CUDA_VISIBLE_DEVICES='1')",
+    "os.environ.setdefault('CUDA_VISIBLE_DEVICES', '2')",
+    "os.putenv('CUDA_VISIBLE_DEVICES', '3')",
+    "print(os.environ.get('HOME'))",
+]
+_OTHER = [
+    "multiprocessing.Process(target=work).start()",
+    "multiprocessing.Process(target=f0).start()",
+    "for i in range(pynvml.nvmlDeviceGetCount()):\n        torch.cuda.set_device(i)",
+    "torch.cuda.is_available = lambda: False",
+    "setattr(torch.cuda, 'is_available', lambda: False)",
+    "while True:\n        pass",
+    "sys.exit(1)",
+    "raise SystemExit(1)",
+    "if y:\n        raise ValueError('no')",
+    "try:\n        risky()\n    except ValueError:\n        raise",
+]
+_HEADER = [
+    "import os",
+    "import sys",
+    "import multiprocessing",
+    "import torch",
+    "import torch as T",
+    "import pynvml",
+    "from torch.cuda import init as ci",
+    "DEV = 'cuda:1'",
+    "IDX = 1",
+    "x = device = y = None",
+    "def risky():\n    pass",
+    "def work():\n    pass",
+]
+
+
+def _rich_program(rng: random.Random, root: Path) -> None:
+    n = rng.randint(4, 8)
+    names = [f"m{i}" for i in range(n)]
+    pkg = root / "pkg"
+    pkg.mkdir()
+    exports = []
+    for i, name in enumerate(names):
+        others = [m for m in names if m != name]
+        lines = list(_HEADER) if rng.random() < 0.45 else ["import sys", "y = None", "def risky():\n    pass"]
+        effectful = len(lines) > 3
+
+        def stmt() -> str:
+            r = rng.random()
+            if effectful and r < 0.22:
+                return rng.choice(_INITS)
+            if effectful and r < 0.32:
+                return rng.choice(_NOT_INITS)
+            if effectful and r < 0.45:
+                return rng.choice(_WRITES)
+            if effectful and r < 0.55:
+                return rng.choice(_OTHER)
+            if r < 0.62:
+                return rng.choice(["raise ValueError('x')", "if y:\n        raise ValueError('x')"])
+            if r < 0.75 and others:
+                other = rng.choice(others)
+                return rng.choice(
+                    [
+                        f"from pkg import {other}\n    {other}.f{rng.randint(0, 2)}()",
+                        f"from pkg.{other} import C{rng.randint(0, 1)}\n    C{rng.randint(0, 1)}()",
+                        f"from pkg import g_{other}\n    g_{other}()",
+                    ]
+                )
+            if r < 0.82:
+                return f"f{rng.randint(0, 2)}()"
+            if r < 0.88:
+                return "die()"
+            return rng.choice(["pass", "z = [i for i in range(3)]", "print('f0()')"])
+
+        funcs = ["def die():\n    " + rng.choice(["raise SystemExit(2)", "sys.exit(3)", "pass"])]
+        for j in range(3):
+            body = [stmt() for _ in range(rng.randint(1, 3))]
+            deco = rng.choice(["", "", f"@deco{rng.randint(0, 1)}\n"])
+            default = rng.choice(["", "", f"a=f{rng.randint(0, j) if j else 0}"]) if j else ""
+            funcs.append(f"{deco}def f{j}({default}):\n    " + "\n    ".join(body))
+        funcs.insert(1, "def deco0(fn):\n    " + stmt() + "\n    return fn")
+        funcs.insert(2, "def deco1(fn):\n    return fn")
+        for k in range(2):
+            base = rng.choice(["", "", f"(C{k - 1})" if k else "", "(object)"])
+            init = "\n        ".join(stmt().replace("\n    ", "\n        ") for _ in range(rng.randint(1, 2)))
+            run = stmt().replace("\n    ", "\n        ")
+            funcs.append(f"class C{k}{base}:\n    x = {rng.choice(['1', 'f0()', 'None'])}\n    def __init__(self):\n        {init}\n    def run(self):\n        {run}")
+        funcs.append(f"def g_{name}():\n    return f{rng.randint(0, 2)}()")
+        exports.append(f"from pkg.{name} import g_{name}")
+        top = []
+        for _ in range(rng.randint(0, 4)):
+            r = rng.random()
+            if r < 0.3 and others:
+                top.append(f"from pkg import {rng.choice(others)}")
+            elif r < 0.45 and effectful:
+                top.append(rng.choice(_INITS + _WRITES).replace("\n    ", "\n"))
+            elif r < 0.6 and others:
+                other = rng.choice(others)
+                top.append(f"import pkg.{other}\npkg.{other}.f{rng.randint(0, 2)}()")
+            elif r < 0.7:
+                top.append(f"REGISTRY = {{'f{rng.randint(0, 2)}': 1, 'name': C{rng.randint(0, 1)}}}")
+            elif r < 0.8:
+                top.append(f"OBJ = C{rng.randint(0, 1)}()")
+            elif r < 0.9:
+                top.append(f"try:\n    f{rng.randint(0, 2)}()\nexcept ValueError:\n    pass")
+            else:
+                top.append(f"if __name__ == '__main__':\n    f{rng.randint(0, 2)}()")
+        (pkg / f"{name}.py").write_text("\n".join(lines + funcs + top) + "\n")
+    (pkg / "__init__.py").write_text("\n".join(rng.sample(exports, k=min(3, len(exports)))) + "\n")
+    main = ["import os", "import torch"] + (["import pkg"] if rng.random() < 0.3 else [])
+    for name in rng.sample(names, k=rng.randint(1, 2)):
+        main.append(rng.choice([f"import pkg.{name}", f"from pkg import {name}", f"from pkg.{name} import f0"]))
+        main.append(rng.choice([f"pkg.{name}.f{rng.randint(0, 2)}()", f"pkg.g_{name}()" if f"pkg.{name} import g_" in "" else "pass", "torch.cuda.init()"]))
+    main.append("os.environ['CUDA_VISIBLE_DEVICES'] = '1'")
+    (root / "main.py").write_text("\n".join(main) + "\n")
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_rich_generated_programs_same_findings(seed: int, tmp_path: Path, monkeypatch) -> None:
+    rng = random.Random(1000 + seed)
+    src = tmp_path / "src"
+    src.mkdir()
+    _rich_program(rng, src)
+    _all_ways(str(src), tmp_path, monkeypatch, parallel=False)
+
+
+def test_rich_generated_programs_do_skip_files_and_do_find(tmp_path: Path) -> None:
+    """Not vacuous: the programs have findings of several codes (they are dense: most modules reach
+    an effect through `pkg/__init__.py`, so few files are skipped; the skipping itself is measured
+    by test_generated_programs_do_skip_files and on timm by `make bench`)."""
+    skipped = total = 0
+    codes: set[str] = set()
+    for seed in range(60):
+        src = tmp_path / str(seed)
+        src.mkdir()
+        _rich_program(random.Random(1000 + seed), src)
+        files = sorted(str(p) for p in src.rglob("*.py"))
+        skipped += runner.load_files(files, load_catalogue(), jobs=1, judged=("device_arg", "env_write", "gpu_index", "init", "monkeypatch", "process")).skipped
+        total += len(files)
+        codes |= {f.code for f in lint_paths([str(src)], jobs=1).findings}
+    assert {"CUD001", "CUD003", "CUD004", "CUD005", "CUD008"} <= codes and "CUD900" not in codes, codes
+    assert 0 < skipped < total, (skipped, total)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_large_project_path_same_findings(seed: int, tmp_path: Path, monkeypatch) -> None:
+    """Past PRECISE_MAX_FILES the selection goes module by module; it must agree as well."""
+    from cudalint import prefilter
+
+    monkeypatch.setattr(prefilter, "PRECISE_MAX_FILES", 0)
+    src = tmp_path / "src"
+    src.mkdir()
+    _rich_program(random.Random(2000 + seed), src)
+    _all_ways(str(src), tmp_path, monkeypatch, parallel=False)
