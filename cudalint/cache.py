@@ -56,6 +56,14 @@ def _index_key(path: str) -> str:
     return os.path.abspath(path) + "\0" + path
 
 
+def _stamp(path: Path) -> Optional[tuple[int, int]]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
 def default_cache_dir() -> Path:
     env = os.environ.get("CUDALINT_CACHE_DIR")
     return Path(env) if env else Path.cwd() / CACHE_DIR_NAME
@@ -70,6 +78,8 @@ class Cache:
     runs_reused: int = 0
     _index: Optional[dict] = field(default=None, repr=False)
     _index_dirty: bool = field(default=False, repr=False)
+    _scans: Optional[dict] = field(default=None, repr=False)
+    _scans_stamp: Optional[tuple[int, int]] = field(default=None, repr=False)
 
     @classmethod
     def open(cls, directory: Optional[Path], catalogue: Catalogue) -> "Cache":
@@ -117,49 +127,74 @@ class Cache:
             return  # an IR nested too deeply for json: the cache is an optimization, never a failure
         self._write(self._file(key), data)
 
-    # ---------- the index: path -> (mtime_ns, size, key, scan), like ruff's mtime check ---------
+    # ---------- the index: path -> (mtime_ns, size, key), like ruff's mtime check ---------------
     # An unchanged stat stands for unchanged bytes, so a warm run hashes nothing; a mismatch falls
     # back to reading and hashing the file. The index only names keys: entries stay content-keyed.
-    def _index_file(self) -> Path:
-        return self.directory / "index" / (hashlib.sha256(self.salt.encode()).hexdigest()[:16] + ".idx")
+    # The scans (cudalint.prefilter) sit in a second file, keyed by content, read only by a run that
+    # cannot reuse an earlier run's findings: a warm run reads a few bytes per file.
+    def _index_file(self, suffix: str = ".idx") -> Path:
+        return self.directory / "index" / (hashlib.sha256(self.salt.encode()).hexdigest()[:16] + suffix)
+
+    def _read_json(self, target: Path) -> dict:
+        try:
+            with open(target, encoding="utf-8") as fh:
+                data = json.load(fh)
+            return data if isinstance(data, dict) else {}
+        except (OSError, ValueError, RecursionError):
+            return {}
 
     def _load_index(self) -> dict:
         if self._index is None:
-            try:
-                with open(self._index_file(), encoding="utf-8") as fh:
-                    data = json.load(fh)
-                self._index = data if isinstance(data, dict) else {}
-            except (OSError, ValueError):
-                self._index = {}
+            self._index = self._read_json(self._index_file())
         return self._index
 
-    def lookup(self, path: str) -> Optional[tuple[str, list]]:
-        """(key, scan) recorded for `path` if its mtime and size are unchanged."""
-        from cudalint.prefilter import SCAN_FIELDS
+    def _load_scans(self) -> dict:
+        if self._scans is None:
+            self._scans_stamp = _stamp(self._index_file(".scans"))
+            self._scans = self._read_json(self._index_file(".scans"))
+        return self._scans
 
+    def lookup(self, path: str) -> Optional[str]:
+        """The key recorded for `path` if its mtime and size are unchanged."""
         hit = self._load_index().get(_index_key(path))
-        if not isinstance(hit, list) or len(hit) != 4:
+        if not isinstance(hit, list) or len(hit) != 3 or not isinstance(hit[2], str):
             return None
         try:
             st = os.stat(path)
         except OSError:
             return None
-        if [st.st_mtime_ns, st.st_size] != hit[0:2] or not isinstance(hit[2], str) or not isinstance(hit[3], list) or len(hit[3]) != SCAN_FIELDS:
+        if [st.st_mtime_ns, st.st_size] != hit[0:2]:
             return None
-        return hit[2], hit[3]
+        return hit[2]
+
+    def scan_of(self, key: str) -> Optional[list]:
+        """The scan recorded for content `key` (cudalint.runner._scan_raw's form), if any."""
+        from cudalint.prefilter import SCAN_FIELDS
+
+        hit = self._load_scans().get(key)
+        return hit if isinstance(hit, list) and len(hit) == SCAN_FIELDS else None
 
     def remember(self, path: str, stamp: tuple[int, int], key: str, scan: list) -> None:
-        self._load_index()[_index_key(path)] = [stamp[0], stamp[1], key, scan]
+        self._load_index()[_index_key(path)] = [stamp[0], stamp[1], key]
+        self._load_scans()[key] = scan
         self._index_dirty = True
 
     def save_index(self) -> None:
         if self._index_dirty:
             # another run sharing the cache may have written entries for other paths meanwhile
-            mine = self._index or {}
-            self._index = None
-            merged = dict(self._load_index())
+            mine, my_scans = self._index or {}, self._scans or {}
+            merged = self._read_json(self._index_file())
             merged.update(mine)
             self._index = merged
+            target = self._index_file(".scans")
+            if self._scans is not None and self._scans_stamp is not None and _stamp(target) == self._scans_stamp:
+                scans = my_scans  # nobody wrote it since this run read it: nothing to merge
+            else:
+                scans = self._read_json(target)
+                scans.update(my_scans)
+            live = {v[2] for v in merged.values() if isinstance(v, list) and len(v) == 3}
+            self._scans = {k: v for k, v in scans.items() if k in live}  # edited files' old scans go
+            self._write(self._index_file(".scans"), self._scans)
             self._write(self._index_file(), merged)
             self._index_dirty = False
 
@@ -188,7 +223,7 @@ class Cache:
             fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".json")
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    json.dump(value, fh, separators=(",", ":"))
+                    fh.write(json.dumps(value, separators=(",", ":")))  # one shot: json.dump never uses the C encoder
                 os.replace(tmp, target)  # readers see the old entry or the new one, never half of one
             except BaseException:
                 try:

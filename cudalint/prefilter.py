@@ -38,10 +38,11 @@ event that does not come from the catalogue must be added to `_Triggers`.
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 import warnings
-from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Callable, Iterable, Mapping, Optional
 
 from cudalint.catalogue import Catalogue
@@ -89,7 +90,8 @@ _JOINER = re.compile(
     rb"|\{[ \t]*[rRbBuU]{0,2}[\"']"
     rb"|[\"'][ \t]*\}"
 )
-SCAN_FIELDS = 10
+SCAN_FIELDS = 13
+_EMPTY: Mapping = MappingProxyType({})  # immutable: a dataclass default
 PRECISE_MAX_FILES = 1000  # see select()
 
 
@@ -103,9 +105,13 @@ class Scan:
     top_kinds: tuple[str, ...] = ("*",)  # the kinds its top level (and the local functions it calls) may produce
     top_targets: tuple[str, ...] = ()  # names of other modules its top level may call
     code_targets: tuple[str, ...] = ()  # names of other modules any of its code may call
-    top_stop: int = 1  # its top level may end every path: 0 no, 1 yes, 2 if functions of other modules never return
-    stop_chains: tuple[str, ...] = ()  # with 2: the names of those functions
     func_imports: tuple[str, ...] = ()  # modules its functions import
+    # the call graph of its functions and classes, for cudalint.prefilter._Calls (no tree needed there):
+    table: tuple[str, ...] = ()  # dotted names of other modules its code may call; the ints below index it
+    names: Mapping[str, list] = field(default_factory=dict)  # imported local name -> the dotted names it may stand for
+    stars: tuple[str, ...] = ()  # modules it star-imports
+    defs: Mapping[str, list] = field(default_factory=dict)  # function or class name -> [its own kinds, imports, local names it mentions, dotted names]
+    stops: Mapping[str, object] = field(default_factory=dict)  # "" (top level), "f", "C", "C.m" -> 1 never returns; [dotted names, keys] if one of them never returns; absent: returns
     syntax_ok: bool = True  # CPython's parser accepts it (a skipped file then needs nothing more)
 
 
@@ -218,6 +224,15 @@ class _Triggers:
                 parts = module.split(".")
                 clauses.append(_Clause("import_lib", parts[0], tuple(p.encode() for p in parts[1:])))
         self.clauses = tuple(clauses)
+        # clause positions by one word each needs (all must appear): a text looks at its own words' only
+        self.by_word: dict[bytes, list[int]] = {}
+        self.always: list[int] = []
+        for i, c in enumerate(self.clauses):
+            if c.words:
+                self.by_word.setdefault(c.words[-1], []).append(i)
+            else:
+                self.always.append(i)
+        self.word_keys = frozenset(self.by_word)
         self.methods = {name.encode(): (tuple(sorted(k)), method_needs.get(name, ())) for name, k in methods.items()}
         self.stops = frozenset(stops | _STOP_WORDS)
         self.exits = frozenset(stops)  # the last names of calls that end the process
@@ -250,6 +265,8 @@ class _Triggers:
             calls = seen.get(b"")
             if calls is None:
                 calls = seen[b""] = _qualified_calls(data, bases)
+            elif callable(calls):
+                calls = seen[b""] = calls()  # given lazily: most texts never need it
             if any(ch in clause.qualified for ch in "*?["):
                 import fnmatch
 
@@ -268,8 +285,8 @@ class _Triggers:
         heads: Optional[frozenset] = None,
         bases: Optional[Mapping[bytes, tuple[str, ...]]] = None,
         imported: Optional[frozenset] = None,
-        qcalls: Optional[dict[str, bool]] = None,
-        strings: Optional[bytes] = None,
+        qcalls: Optional[object] = None,  # the text's qualified calls, or a function returning them
+        strings: Optional["_Strings"] = None,
     ) -> tuple[str, ...]:
         """The event kinds the file's catalogue effects may produce.
 
@@ -293,11 +310,15 @@ class _Triggers:
                         if entry_root.encode() in root_words or entry_root.encode() in roots:
                             roots.add(t)
                             grew = True
-        strings_of = _Strings(data if strings is None else strings)
+        strings_of = _Strings(data) if strings is None else strings
         patched = self.patch_re is not None and self._assigns_api(data, heads)
         kinds: set[str] = set()
         seen_calls: dict[bytes, object] = {} if qcalls is None else {b"": qcalls}
-        for clause in self.clauses:
+        candidates = set(self.always)
+        for w in words & self.word_keys:
+            candidates.update(self.by_word[w])
+        for i in sorted(candidates):
+            clause = self.clauses[i]
             if (only is not None and clause.kind != only) or clause.kind in kinds:
                 continue
             if clause.root and clause.root.encode() not in root_words and clause.root.encode() not in roots:
@@ -402,24 +423,45 @@ def _keyword(name: bytes, data: bytes, seen: dict[bytes, bool]) -> bool:
 
 
 class _Strings:
-    """Whether a file's string values may contain given text (lazy: most files need no answer)."""
+    """Whether a file's string values may contain given text (lazy: most files need no answer).
 
-    def __init__(self, data: bytes):
+    `base`: text whose values may flow in too (a function's: the module's constants), asked once
+    per need however many functions ask."""
+
+    def __init__(self, data: bytes, base: Optional["_Strings"] = None):
         self.data = data
+        self.base = base
         self.joined: Optional[bytes] = None
         self.escapes: Optional[set[str]] = None
+        self.memo: dict[bytes, Optional[bool]] = {}
 
     def may_hold(self, needs: tuple[bytes, ...]) -> bool:
         for need in needs:
-            if self._has(need, self.data):
-                continue
-            if self._escaped(need):
-                return True
-            if self.joined is None:
-                self.joined = _JOINER.sub(b"", self.data)
-            if not self._has(need, self.joined):
+            found = self._holds(need)
+            if found is None:
+                return True  # an escape may spell anything
+            if not found:
                 return False
         return True
+
+    def _holds(self, need: bytes) -> Optional[bool]:
+        """Yes, no, or None: an escape in the text may spell one of its characters."""
+        if self.base is not None:
+            found = self.base._holds_once(need)
+            if found is None or found:
+                return found
+        if self._has(need, self.data):
+            return True
+        if self._escaped(need):
+            return None
+        if self.joined is None:
+            self.joined = _JOINER.sub(b"", self.data)
+        return self._has(need, self.joined)
+
+    def _holds_once(self, need: bytes) -> Optional[bool]:
+        if need not in self.memo:
+            self.memo[need] = self._holds(need)
+        return self.memo[need]
 
     def _escaped(self, need: bytes) -> bool:
         """An escape in the file spells one of the text's characters (`"\\x63uda"`)."""
@@ -513,28 +555,28 @@ def scan(data: bytes, catalogue: Catalogue, modname: str, is_package: bool) -> S
     tree = _ast(original)
     if tree is None:
         return Scan(kinds=kinds, may_stop=may_stop, imports=imports, syntax_ok=False)
-    top_kinds: tuple[str, ...] = ()
-    targets: tuple[str, ...] = ()
-    top_stop = 0
-    stop_chains: tuple[str, ...] = ()
-    func_imports: tuple[str, ...] = ()
+    if not (imports or kinds or may_stop):
+        return Scan(kinds=kinds, may_stop=may_stop, imports=imports, top_kinds=(), code_targets=stars)
+    layout = _Layout(tree, original, words, chains, stars, modname if is_package else modname.rpartition(".")[0], frozenset(imports))
+    top_kinds, targets, _ = layout.reach(None, trig, own_root, bool(kinds))
     code: set[str] = set(stars)
-    if imports or kinds or may_stop:
-        layout = _Layout(tree, original, words, chains, stars, modname if is_package else modname.rpartition(".")[0], frozenset(imports))
-        func_imports = tuple(sorted(layout.func_imports))
-        top_kinds, targets, _ = layout.reach(None, trig, own_root, bool(kinds))
-        exits = trig.exits
-        asked: list[str] = []
-        if layout.never_returns(None, exits, lambda name: asked.append(name) or False):  # type: ignore[func-returns-value]
-            top_stop = 1
-        elif layout.never_returns(None, exits, lambda name: True):
-            top_stop = 2  # depends on functions of other modules: cudalint.prefilter._Calls asks them
-            stop_chains = tuple(sorted(set(asked)))
-        # any code: every word outside the import statements that names an import
-        for word in _WORD.findall(layout.text(layout.outside(layout.imports))):
-            code.update(chains.get(word, ()))
+    # any code: every word outside the import statements that names an import
+    for word in _WORD.findall(layout.text(layout.outside(layout.imports))):
+        code.update(chains.get(word, ()))
+    table, names, defs = layout.graph(trig, own_root, bool(kinds))
     return Scan(
-        kinds=kinds, may_stop=may_stop, imports=imports, top_kinds=top_kinds, top_targets=targets, code_targets=tuple(sorted(code)), top_stop=top_stop, stop_chains=stop_chains, func_imports=func_imports
+        kinds=kinds,
+        may_stop=may_stop,
+        imports=imports,
+        top_kinds=top_kinds,
+        top_targets=targets,
+        code_targets=tuple(sorted(code)),
+        func_imports=tuple(sorted(layout.func_imports)),
+        table=table,
+        names=names,
+        stars=stars,
+        defs=defs,
+        stops=layout.stops(trig.exits) if may_stop or stars or chains else _EMPTY,
     )
 
 
@@ -547,17 +589,48 @@ def _ast(data: bytes) -> Optional[ast.Module]:
         return None
 
 
-def _names(node: ast.AST) -> Iterable[bytes]:
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Name):
+_DEPRECATED = frozenset({"Num", "Str", "Bytes", "NameConstant", "Ellipsis", "Index", "ExtSlice", "Suite", "AugLoad", "AugStore", "Param"})
+# node type -> the fields that may hold nodes (a constant's value never does; ctx is Load/Store)
+_FIELDS: dict[type, tuple[str, ...]] = {
+    cls: () if cls is ast.Constant else tuple(f for f in cls._fields if f != "ctx")
+    for cls in (getattr(ast, n) for n in dir(ast) if n not in _DEPRECATED)
+    if isinstance(cls, type) and issubclass(cls, ast.AST)
+}
+
+
+def _nodes(root: object) -> list:
+    """Every node under `root` (itself included), in no particular order: ast.walk's work without
+    its generators (the scan's walks were a third of its time)."""
+    out: list = []
+    stack = list(root) if type(root) is list else [root]  # (a list: of statements)
+    pop, push, extend, append = stack.pop, stack.append, stack.extend, out.append
+    fields_of = _FIELDS
+    while stack:
+        n = pop()
+        fields = fields_of.get(type(n))
+        if fields is None:
+            continue  # a name in a list of names, a None in a list of defaults
+        append(n)
+        for f in fields:
+            v = getattr(n, f, None)
+            if type(v) is list:
+                extend(v)
+            elif v is not None:
+                push(v)
+    return out
+
+
+def _names(node: object) -> Iterable[bytes]:
+    for sub in _nodes(node):
+        t = type(sub)
+        if t is ast.Name:
             yield sub.id.encode()
-        elif isinstance(sub, ast.Attribute):
+        elif t is ast.Attribute:
             yield sub.attr.encode()
 
 
 def _body_names(fn: ast.AST) -> Iterable[bytes]:
-    for st in getattr(fn, "body", ()):
-        yield from _names(st)
+    return _names(getattr(fn, "body", []))
 
 
 def _top_names(stmts: list) -> Iterable[bytes]:
@@ -632,8 +705,8 @@ def _calls_in(node: Optional[ast.AST]) -> object:
     if node is None:
         return False
     terms = []
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Call):
+    for sub in _nodes(node):
+        if type(sub) is ast.Call:
             name = _dotted(sub.func)
             terms.append(("call", name) if name else False)
     return _or(terms)
@@ -641,8 +714,8 @@ def _calls_in(node: Optional[ast.AST]) -> object:
 
 def _has_break(stmts: list) -> bool:
     for st in stmts:
-        for sub in ast.walk(st):
-            if isinstance(sub, ast.Break):
+        for sub in _nodes(st):
+            if type(sub) is ast.Break:
                 return True  # (also a nested loop's: errs towards "may end")
     return False
 
@@ -698,6 +771,25 @@ def _stmt_stops(st: ast.stmt) -> object:
     return False
 
 
+def _any(results: list) -> tuple[bool, frozenset, frozenset]:
+    """Or of (value, dotted names asked, keys asked): stops at the first yes (then certain)."""
+    asked: set = set()
+    keys: set = set()
+    for v, a, k in results:
+        if v:
+            return True, a, k
+        asked |= a
+        keys |= k
+    return False, frozenset(asked), frozenset(keys)
+
+
+def _all(results: list) -> tuple[bool, frozenset, frozenset]:
+    for v, a, k in results:
+        if not v:
+            return False, a, k  # this one alone decides: it must turn before the whole can
+    return True, frozenset(), frozenset()
+
+
 class _Layout:
     """Where a module's code runs: its top level, and the bodies of its module- and class-level functions.
 
@@ -735,6 +827,8 @@ class _Layout:
         self.docs: list[tuple[int, int]] = []  # docstrings: prose, whatever calls it mentions
         self._top: Optional[bytes] = None
         self._consts: Optional[bytes] = None
+        self._consts_of: Optional[_Strings] = None
+        self._doc_starts: Optional[list[int]] = None
         self._bodies: dict[bytes, bytes] = {}
         self._qc: dict[int, dict[str, bool]] = {}
         self._names: dict[bytes, frozenset] = {}
@@ -773,7 +867,7 @@ class _Layout:
                 self.nodes.setdefault(name, []).append(st)
                 mine = self.imports_of.setdefault(name, set())
                 s0, s1 = self.starts[st.lineno - 1], self.starts[end] - 1
-                for sub in ast.walk(st) if b"import" in self.data[s0:s1] else ():
+                for sub in _nodes(st) if b"import" in self.data[s0:s1] else ():
                     if isinstance(sub, ast.Import):
                         mine.update(a.name for a in sub.names)
                     elif isinstance(sub, ast.ImportFrom):
@@ -800,67 +894,108 @@ class _Layout:
                     for sub in getattr(st, field, None) or ():
                         self._walk([sub] if isinstance(sub, ast.stmt) else sub.body, classes)
 
-    def never_returns(self, start: Optional[bytes], exits: frozenset, external: Callable[[str], bool], memo: Optional[dict] = None) -> bool:
-        """May the module's top level (`start` None; its `__main__` block does not run on import) or
-        the function or class named `start` end every path abnormally? `external(name)`: the same
-        question for a dotted name of another module."""
-        memo = {} if memo is None else memo
+    def stops(self, exits: frozenset) -> dict[str, object]:
+        """Which of the top level (key ""), the module's functions ("f"), classes ("C": calling it
+        runs `__init__`/`__new__`/`__post_init__`) and methods ("C.m") may end every path
+        abnormally: 1 yes; [dotted names, keys] yes if a function of another module named there, or
+        one of the keys, never returns; absent: no. The `__main__` block does not run on import.
+
+        Two evaluations of each formula: with every function of another module returning (a "yes"
+        then is certain), and with none returning (a "no" then is certain). Only what is neither
+        depends on other modules. Recursion counts as never returning."""
         inits = (b"__init__", b"__new__", b"__post_init__")
+        none: frozenset = frozenset()
+        formulas: dict[int, object] = {}  # id of a definition -> its formula (both evaluations read it)
 
-        def method(cls: bytes, name: bytes, seen: frozenset = frozenset()) -> Optional[bool]:
-            """`name` of class `cls` or of its bases (None: not found here)."""
-            if name in self.owned.get(cls, {}):
-                return defined(cls, name)
-            for base in self.base_chains.get(cls, ()):
-                if base in self.owned and base not in seen:
-                    hit = method(base, name, seen | {cls})
-                    if hit is not None:
-                        return hit
-                elif base.split(".", 1)[0].encode() in self.chains:
-                    head, _, rest = base.partition(".")
-                    if external(self.chains[head.encode()][0] + ("." + rest if rest else "") + "." + name.decode()):
-                        return True
-            return None
+        def formula(d: ast.AST) -> object:
+            f = formulas.get(id(d))
+            if f is None:
+                f = formulas[id(d)] = _block_stops(d.body)  # type: ignore[attr-defined]
+            return f
 
-        def defined(cls: Optional[bytes], name: bytes) -> bool:
-            key = (cls, name)
-            if key in memo:
-                return memo[key]
-            memo[key] = True  # in progress: a recursion may never return
-            memo[key] = any(value(_block_stops(d.body), cls) for d in self.owned.get(cls, {}).get(name, ()))
-            return memo[key]
+        def evaluate(outside: bool) -> dict[str, tuple[bool, frozenset, frozenset]]:
+            memo: dict[str, tuple[bool, frozenset, frozenset]] = {}  # key -> (value, dotted names asked, keys asked)
 
-        def construct(cls: bytes) -> bool:
-            return any(method(cls, m) for m in inits)
+            def method(cls: bytes, name: bytes, seen: frozenset = frozenset()) -> Optional[tuple[bool, frozenset, frozenset]]:
+                """`name` of class `cls` or of its bases (None: not found here)."""
+                if name in self.owned.get(cls, {}):
+                    return defined(cls, name)
+                asked: set[str] = set()
+                for base in self.base_chains.get(cls, ()):
+                    b = base.encode()
+                    if b in self.owned and b not in seen:
+                        hit = method(b, name, seen | {cls})
+                        if hit is not None:
+                            return hit
+                    elif base.split(".", 1)[0].encode() in self.chains:
+                        head, _, rest = base.partition(".")
+                        chain = self.chains[head.encode()][0] + ("." + rest if rest else "") + "." + name.decode()
+                        if outside:
+                            return True, frozenset({chain}), none
+                        asked.add(chain)
+                return (False, frozenset(asked), none) if asked else None
 
-        def value(f: object, cls: Optional[bytes]) -> bool:
-            if f is True or f is False:
-                return f  # type: ignore[return-value]
-            op, arg = f  # type: ignore[misc]
-            if op == "or":
-                return any(value(x, cls) for x in arg)
-            if op == "and":
-                return all(value(x, cls) for x in arg)
-            head, _, rest = arg.partition(".")
-            last = arg.rsplit(".", 1)[-1].encode()
-            if last in exits:
-                return True
-            if head in ("self", "cls"):
-                return bool(cls is not None and "." not in rest and method(cls, last))
-            h = head.encode()
-            if h in self.owned:  # a class: `C(...)` or `C.method(...)`
-                return construct(h) if not rest else bool("." not in rest and method(h, last))
-            if h in self.owned.get(None, {}):
-                return not rest and defined(None, h)
-            if h in self.chains:
-                return external(self.chains[h][0] + ("." + rest if rest else ""))
-            return any(external(f"{m}.{arg}") for m in self.stars)
+            def defined(cls: Optional[bytes], name: bytes) -> tuple[bool, frozenset, frozenset]:
+                key = name.decode() if cls is None else f"{cls.decode()}.{name.decode()}"
+                hit = memo.get(key)
+                if hit is None:
+                    memo[key] = (True, none, none)  # in progress: a recursion may never return
+                    out = _any([value(formula(d), cls) for d in self.owned.get(cls, {}).get(name, ())])
+                    hit = memo[key] = out
+                return hit[0], none, frozenset({key})
 
-        if start is None:
-            return value(_block_stops(self.tree.body), None)
-        if start in self.owned:
-            return construct(start)
-        return start in self.owned.get(None, {}) and defined(None, start)
+            def construct(cls: bytes) -> tuple[bool, frozenset, frozenset]:
+                return _any([hit for hit in (method(cls, m) for m in inits) if hit is not None])
+
+            def value(f: object, cls: Optional[bytes]) -> tuple[bool, frozenset, frozenset]:
+                if f is True or f is False:
+                    return f, none, none  # type: ignore[return-value]
+                op, arg = f  # type: ignore[misc]
+                if op == "or":
+                    return _any([value(x, cls) for x in arg])
+                if op == "and":
+                    return _all([value(x, cls) for x in arg])
+                head, _, rest = arg.partition(".")
+                last = arg.rsplit(".", 1)[-1].encode()
+                if last in exits:
+                    return True, none, none
+                if head in ("self", "cls"):
+                    hit = method(cls, last) if cls is not None and "." not in rest else None
+                    return hit if hit is not None else (False, none, none)
+                h = head.encode()
+                if h in self.owned:  # a class: `C(...)` or `C.method(...)`
+                    if not rest:
+                        return construct(h)
+                    hit = method(h, last) if "." not in rest else None
+                    return hit if hit is not None else (False, none, none)
+                if h in self.owned.get(None, {}):
+                    return defined(None, h) if not rest else (False, none, none)
+                if h in self.chains:
+                    return outside, frozenset({self.chains[h][0] + ("." + rest if rest else "")}), none
+                if self.stars:
+                    return outside, frozenset(f"{m}.{arg}" for m in self.stars), none
+                return False, none, none
+
+            memo[""] = value(formula(self.tree), None)
+            for cls, funcs in self.owned.items():
+                for name in funcs:
+                    defined(cls, name)
+                if cls is not None:
+                    memo[cls.decode()] = construct(cls)
+            return memo
+
+        sure = evaluate(False)  # other modules' functions all return
+        maybe = evaluate(True)  # none of them does
+        out: dict[str, object] = {}
+        for key, (yes, asked, keys) in sure.items():
+            if yes:
+                out[key] = 1
+            elif maybe.get(key, (True,))[0]:
+                out[key] = [sorted(asked), sorted(keys)]
+        for key, entry in out.items():  # a key that surely returns needs no asking
+            if isinstance(entry, list):
+                entry[1] = [k for k in entry[1] if k in out]
+        return out
 
     def _names_of(self, name: bytes) -> frozenset:
         hit = self._names.get(name)
@@ -886,8 +1021,8 @@ class _Layout:
                     heads=None if self.stars else frozenset(self.chains),
                     bases=bases,
                     imported=self.imported,
-                    qcalls=self._calls_of(text, bases) if bases is not None else None,
-                    strings=text if key is None else self.const_text() + b"\n" + text,
+                    qcalls=(lambda: self._calls_of(text, bases)) if bases is not None else None,
+                    strings=_Strings(text, None if key is None else self._const_strings()),
                 )
             )
             if self.env_writes is None:
@@ -909,6 +1044,11 @@ class _Layout:
         if self._import_words is None:
             self._import_words = frozenset(_WORD.findall(self.text(self.imports)))
         return self._import_words
+
+    def _const_strings(self) -> _Strings:
+        if self._consts_of is None:
+            self._consts_of = _Strings(self.const_text())
+        return self._consts_of
 
     def const_text(self) -> bytes:
         """The top level without the def lines: where the module's constants are (a parameter's
@@ -940,7 +1080,13 @@ class _Layout:
 
     def _minus_docs(self, a: int, b: int) -> list[tuple[int, int]]:
         out = []
-        for da, db in self.docs:
+        if self._doc_starts is None:
+            self.docs.sort()
+            self._doc_starts = [d[0] for d in self.docs]
+        # docstrings do not overlap: those starting before `a` can only reach into it if the last does
+        first = max(bisect.bisect_left(self._doc_starts, a) - 1, 0)
+        last = bisect.bisect_right(self._doc_starts, b)
+        for da, db in self.docs[first:last]:
             if db < a or da > b or not self._alone(da, db):
                 continue
             if da > a:
@@ -1007,6 +1153,31 @@ class _Layout:
             targets.update(f"{m}.{start.decode()}" for m in self.stars)
         imports = {m for name in done for m in self.imports_of.get(name, ())}
         return tuple(sorted(kinds)), tuple(sorted(targets)), tuple(sorted(imports))
+
+    def graph(self, trig: "_Triggers", own_root: str, any_kinds: bool) -> tuple[tuple[str, ...], dict[str, list], dict[str, list]]:
+        """What `reach` needs from this file's text, as plain data: (the dotted names of other
+        modules its code may call, the imported names -> indices of those, the defined names ->
+        [own kinds, own imports, the defined names it mentions, indices of the dotted names]).
+        cudalint.prefilter._Calls walks it from any name without a tree."""
+        table = sorted({t for ts in self.chains.values() for t in ts})
+        at = {t: i for i, t in enumerate(table)}
+        names = {k.decode(): [at[t] for t in ts] for k, ts in self.chains.items()}
+        defined = set(self.nodes) | set(self.bases)
+        defs: dict[str, list] = {}
+        for word in sorted(defined):
+            mention = set(self.bases.get(word, ()))
+            done = [m for m in [word] + self.methods.get(word, []) if m in self.nodes]
+            for m in done:
+                mention |= self._names_of(m)
+            kinds: set[str] = set()
+            if any_kinds:
+                for m in done:
+                    if m in self.bodies:
+                        kinds.update(self._direct_kinds(m, trig, own_root))
+            imports = sorted({i for m in done for i in self.imports_of.get(m, ())})
+            refs = sorted({at[t] for w in mention for t in self.chains.get(w, ())})
+            defs[word.decode()] = [sorted(kinds), imports, sorted(w.decode() for w in mention & defined if w != word), refs]
+        return tuple(table), names, defs
 
 
 def _imports(data: bytes, modname: str, is_package: bool) -> tuple[tuple[str, ...], dict[bytes, tuple[str, ...]], tuple[str, ...]]:
@@ -1088,24 +1259,16 @@ def _relative(package: str, level: int, mod: str) -> Optional[str]:
     return ".".join([p for p in base + ([mod] if mod else []) if p])
 
 
-def select(
-    scans: Mapping[str, Scan],
-    modules: Mapping[str, str],
-    judged: Iterable[str] = ("env_write",),
-    catalogue: Optional[Catalogue] = None,
-    read: Optional[Callable[[str], Optional[bytes]]] = None,
-) -> set[str]:
+def select(scans: Mapping[str, Scan], modules: Mapping[str, str], judged: Iterable[str] = ("env_write",), precise: bool = True) -> set[str]:
     """The files (of `scans`, by path) that need a summary; `modules` maps each path to its module name.
 
     `judged`: the event kinds the enabled checks judge (plus "init" when CUD003 looks at modules
     that initialize CUDA when imported). A file whose effects may produce one is a source of findings.
-    `catalogue` and `read` (a file's bytes) let CUD003's question follow the functions a top level
-    calls into other modules; without them every module below with an initialization counts.
+    `precise`: follow the functions a top level calls into other modules (the scans' call graphs);
+    False: every module below with an event of the kind counts.
     """
     if len(scans) > PRECISE_MAX_FILES:
-        # following calls function by function costs time and memory that grow faster than the
-        # files (torch's 2,285: minutes and gigabytes); past this size, module by module
-        catalogue = read = None
+        precise = False
     index = _Index(modules)
     edges = {path: index.targets(path, scan.imports) for path, scan in scans.items()}
     importers: dict[str, list[str]] = {}
@@ -1117,7 +1280,7 @@ def select(
     want = (judged - {"init"}) | {"*", "llama", "thread"}  # (the last two: CUD101/CUD102)
     if "gpu_index" in judged:
         want |= {"cuda_sink", "nvml_sink"}
-    calls = _Calls(index, scans, modules, kinds, importers, catalogue, read)
+    calls = _Calls(index, scans, modules, kinds, importers, precise)
     # a judged event is reached from the code of its own module, of the modules whose code calls
     # (through any chain of functions) into it, and, when a module's top level reaches it, from
     # every module that imports that one (importing runs the top level)
@@ -1139,7 +1302,7 @@ def select(
         else:
             code |= reach
             top |= _up_closure(on_import, importers)
-    if calls.trig is None:
+    if not calls.precise:
         return _select_coarse(scans, kinds, edges, importers, code | top | own_top) | named
     return code | top | own_top | named | calls.dependencies(code, top, own_top, edges)
 
@@ -1159,29 +1322,23 @@ def _select_coarse(scans: Mapping[str, Scan], kinds: Mapping[str, set[str]], edg
     return out
 
 
-_LAYOUTS_KEPT = 64
-
-
 class _Calls:
     """Whether calling names of other modules may reach kinds of events: the functions reached from
     each name (cudalint.prefilter._Layout.reach), across modules, read on demand."""
 
-    def __init__(self, index, scans, modules, kinds, importers, catalogue, read):
+    def __init__(self, index, scans, modules, kinds, importers, precise: bool):
         self.index = index
         self.scans = scans
         self.modules = modules
         self.kinds = kinds  # each file's kinds after CUD004's and the thread rules' gating
         self.importers = importers
-        self.trig = _triggers(catalogue) if catalogue is not None and read is not None else None
-        self.read = read
-        self.layouts: OrderedDict[str, Optional[_Layout]] = OrderedDict()
-        self.nodes: dict[tuple[str, bytes], Optional[tuple[tuple[str, ...], tuple[str, ...], bool]]] = {}
+        self.precise = precise
+        self.nodes: dict[tuple[str, bytes], Optional[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]]] = {}
         self.below: dict[Optional[frozenset], set[str]] = {}
-        self.stops: dict[tuple[str, Optional[bytes]], bool] = {}
+        self.stops: dict[tuple[str, str], bool] = {}
         self.imatter: Optional[set[str]] = None
         self.resolved: dict[tuple[str, str], list[tuple[str, Optional[bytes]]]] = {}
         self.unreached: dict[Optional[frozenset], set[tuple[str, bytes]]] = {}  # nodes known not to reach a goal
-        self.memos: dict[str, dict] = {}
 
     def gated(self, path: str, kinds: Iterable[str]) -> set[str]:
         return self.kinds[path].intersection(kinds)
@@ -1209,26 +1366,26 @@ class _Calls:
     def never_returns(self, path: str, name: Optional[bytes]) -> bool:
         """May calling `name` of `path` (None: importing it) end every path? Across modules; a
         question already being asked (recursion) is answered yes."""
-        key = (path, name)
-        hit = self.stops.get(key)
+        return self._stops(path, "" if name is None else name.decode())
+
+    def _stops(self, path: str, key: str) -> bool:
+        hit = self.stops.get((path, key))
         if hit is not None:
             return hit
         scan = self.scans[path]
-        if name is None and scan.top_stop != 2:
-            return scan.top_stop == 1
-        if name is None and not any(n is not None and t in self._below(None) for c in scan.stop_chains for t, n in self._resolve(path, c)):
-            return False  # none of the functions it depends on is a project function that could
-        layout = self._layout(path)
-        if layout is None:
+        if not scan.syntax_ok:
             return True
-        self.stops[key] = True
-        memo = self.memos.setdefault(path, {})
-
-        def external(chain: str) -> bool:
-            return any(n is not None and self.never_returns(t, n) for t, n in self._resolve(path, chain))
-
-        self.stops[key] = layout.never_returns(name, self.trig.exits, external, memo)  # type: ignore[union-attr]
-        return self.stops[key]
+        entry = scan.stops.get(key)
+        if entry is None or entry == 1:
+            result = entry == 1
+        else:
+            self.stops[(path, key)] = True
+            chains, keys = entry  # type: ignore[misc]
+            below = self._below(None)
+            result = any(n is not None and t in below and self.never_returns(t, n) for c in chains for t, n in self._resolve(path, c))
+            result = result or any(self._stops(path, k) for k in keys)
+        self.stops[(path, key)] = result
+        return result
 
     def dependencies(self, code: set[str], top: set[str], own_top: set[str], edges: Mapping[str, set[str]]) -> set[str]:
         """What a full analysis of the relevant files uses besides them: below the `top` ones, the
@@ -1317,7 +1474,7 @@ class _Calls:
             for target, name in self._resolve(origin, chain):
                 if target not in below or name is None:
                     continue  # nothing of the kind there; or the module itself, not a call into it
-                if self.trig is None:
+                if not self.precise:
                     return True
                 if (target, name) in seen or (target, name) in unreached:
                     continue
@@ -1345,34 +1502,37 @@ class _Calls:
                 return [(h, name) for h in sorted(hit)]
         return []
 
-    def _node(self, path: str, name: bytes) -> Optional[tuple[tuple[str, ...], tuple[str, ...], bool]]:
+    def _node(self, path: str, name: bytes) -> Optional[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]]:
+        """(the kinds, the dotted names of other modules, the imports) that calling `name` of `path`
+        may reach in that file (cudalint.prefilter._Layout.reach, from the scan's stored graph)."""
         key = (path, name)
         if key not in self.nodes:
-            layout = self._layout(path)
-            modname = self.modules.get(path, "")
-            self.nodes[key] = None if layout is None else layout.reach(name, self.trig, modname.split(".", 1)[0], bool(self.scans[path].kinds))  # type: ignore[arg-type]
+            scan = self.scans[path]
+            if not scan.syntax_ok:
+                self.nodes[key] = None
+                return None
+            start = name.decode()
+            kinds: set[str] = set()
+            imports: set[str] = set()
+            refs: set[int] = set(scan.names.get(start, ()))
+            targets = set(scan.stars)
+            if start in scan.defs:
+                seen, todo = {start}, [start]
+                while todo:
+                    own, imp, mentions, rs = scan.defs[todo.pop()]
+                    kinds.update(own)
+                    imports.update(imp)
+                    refs.update(rs)
+                    for d in mentions:
+                        if d not in seen:
+                            seen.add(d)
+                            todo.append(d)
+            elif start not in scan.names:
+                # a name this module does not define or import by name: from a star import, if any
+                targets.update(f"{m}.{start}" for m in scan.stars)
+            targets.update(scan.table[i] for i in refs)
+            self.nodes[key] = (tuple(sorted(kinds)), tuple(sorted(targets)), tuple(sorted(imports)))
         return self.nodes[key]
-
-    def _layout(self, path: str) -> Optional[_Layout]:
-        if path in self.layouts:
-            self.layouts.move_to_end(path)
-        else:
-            # a bounded number of syntax trees at once (torch's would take a gigabyte): what was
-            # learned from one is kept in self.nodes/self.stops, a tree evicted is parsed again
-            while len(self.layouts) >= _LAYOUTS_KEPT:
-                self.layouts.popitem(last=False)
-            data = self.read(path) if self.read is not None else None
-            data = _lines(data) if isinstance(data, bytes) else None
-            tree = _ast(data) if data is not None else None
-            if tree is None:
-                self.layouts[path] = None
-            else:
-                joined = data.replace(b"\\\r\n", b" ").replace(b"\\\n", b" ")  # type: ignore[union-attr]
-                names, chains, stars = _imports(joined, self.modules.get(path, ""), path.endswith("__init__.py"))
-                modname = self.modules.get(path, "")
-                package = modname if path.endswith("__init__.py") else modname.rpartition(".")[0]
-                self.layouts[path] = _Layout(tree, data, frozenset(_WORD.findall(joined)), chains, stars, package, frozenset(names))  # type: ignore[arg-type]
-        return self.layouts[path]
 
 
 def _effective_kinds(scans: Mapping[str, Scan], importers: Mapping[str, list[str]]) -> dict[str, set[str]]:

@@ -6,6 +6,7 @@ first on sys.path (`import utils` next to `train.py`), then packages found by wa
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Iterable, Optional
@@ -34,6 +35,7 @@ class Project:
     modules: list[ModuleIR]
     by_name: dict[str, list[ModuleIR]] = field(default_factory=dict)
     by_path: dict[str, ModuleIR] = field(default_factory=dict)
+    _resolved: dict = field(default_factory=dict, repr=False)  # (importer's path, name) -> module
 
     def __post_init__(self) -> None:
         for mod in self.modules:
@@ -42,16 +44,21 @@ class Project:
                 self.by_name.setdefault(mod.module, []).append(mod)
 
     def resolve_module(self, name: str, importer: ModuleIR) -> Optional[ModuleIR]:
-        base = PurePath(_norm(importer.path)).parent
+        key = (importer.path, name)
+        if key in self._resolved:
+            return self._resolved[key]
+        base = os.path.dirname(_norm(importer.path))
         rel = name.replace(".", "/")
-        for cand in (base / f"{rel}.py", base / rel / "__init__.py"):
-            mod = self.by_path.get(str(cand))
-            if mod is not None:
-                return mod
-        mods = self.by_name.get(name)
-        if mods:
-            return mods[0]
-        return None
+        found = None
+        for cand in (f"{base}/{rel}.py" if base else f"{rel}.py", f"{base}/{rel}/__init__.py" if base else f"{rel}/__init__.py"):
+            found = self.by_path.get(cand)
+            if found is not None:
+                break
+        if found is None:
+            mods = self.by_name.get(name)
+            found = mods[0] if mods else None
+        self._resolved[key] = found
+        return found
 
     def resolve_symbol(self, symbol: str, importer: ModuleIR) -> Optional[tuple[ModuleIR, str]]:
         """A call symbol to (module, qualname) of a project function or class."""

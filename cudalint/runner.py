@@ -90,19 +90,25 @@ def load_files(
         scans: dict[str, Scan] = {}
         problems: dict[str, Finding] = {}
         todo: list[FileInfo] = []
+        known: list[FileInfo] = []  # unchanged since the index recorded their keys
         for info in infos:
             hint = cache.lookup(info.path) if cache is not None and info.text is None else None
             if hint is not None:
-                keys[info.path], scans[info.path] = hint[0], _scan_from(hint[1])
+                keys[info.path] = hint
+                known.append(info)
             else:
                 todo.append(info)
-        for path, key, raw, stamp in pool.map(_scan_task, [(i, salt) for i in todo]):
-            if isinstance(raw, dict):
-                problems[path] = decode(raw)
-            else:
-                keys[path], scans[path] = key, _scan_from(raw)
-                if cache is not None and stamp is not None and info_of[path].text is None:
-                    cache.remember(path, stamp, key, raw)
+
+        def scan_all(todo: list[FileInfo]) -> None:
+            for path, key, raw, stamp in pool.map(_scan_task, [(i, salt) for i in todo]):
+                if isinstance(raw, dict):
+                    problems[path] = decode(raw)
+                else:
+                    keys[path], scans[path] = key, _scan_from(raw)
+                    if cache is not None and stamp is not None and info_of[path].text is None:
+                        cache.remember(path, stamp, key, raw)
+
+        scan_all(todo)
         run_key = ""
         if cache is not None and run_salt is not None:
             h = hashlib.sha256(f"{salt}\0{run_salt}\0{prefilter}\0{sorted(judged)}".encode())
@@ -115,8 +121,17 @@ def load_files(
             if reused is not None:
                 cache.save_index()
                 return Loaded(modules=[], problems=[], run_key=run_key, reused=reused)
+        if known:  # the run could not be reused: the scans of the unchanged files, from the cache
+            again = []
+            for info in known:
+                raw = cache.scan_of(keys[info.path])  # type: ignore[union-attr]
+                if raw is None:
+                    again.append(info)
+                else:
+                    scans[info.path] = _scan_from(raw)
+            scan_all(again)
         with _no_gc():
-            chosen = set(scans) if not prefilter else select(scans, {i.path: i.module for i in infos if i.path in scans}, judged, catalogue, _reader(info_of))
+            chosen = set(scans) if not prefilter else select(scans, {i.path: i.module for i in infos if i.path in scans}, judged)
         # pass 2: summaries of the chosen files, and of the others CPython's parser refused (CUD900)
         results: dict[str, Any] = {}
         work: list[tuple[FileInfo, str, bool, str]] = []
@@ -167,20 +182,12 @@ def _info(path: str, text: Optional[str], cached: bool) -> FileInfo:
     return FileInfo(path=path, module=modname, is_package=is_package, text=data, cached=cached)
 
 
-def _reader(info_of: dict[str, FileInfo]) -> Callable[[str], Optional[bytes]]:
-    def read(path: str) -> Optional[bytes]:
-        data = _read(info_of[path])
-        return data if isinstance(data, bytes) else None
-
-    return read
-
-
 def _read(info: FileInfo) -> Union[bytes, Finding]:
     return info.text if info.text is not None else source.read_bytes(info.path)
 
 
 def _scan_from(raw: Sequence[Any]) -> Scan:
-    kinds, may_stop, imports, top_kinds, top_targets, code_targets, top_stop, stop_chains, func_imports, syntax_ok = raw
+    kinds, may_stop, imports, top_kinds, top_targets, code_targets, func_imports, table, names, stars, defs, stops, syntax_ok = raw
     return Scan(
         kinds=tuple(kinds),
         may_stop=bool(may_stop),
@@ -188,15 +195,21 @@ def _scan_from(raw: Sequence[Any]) -> Scan:
         top_kinds=tuple(top_kinds),
         top_targets=tuple(top_targets),
         code_targets=tuple(code_targets),
-        top_stop=int(top_stop),
-        stop_chains=tuple(stop_chains),
         func_imports=tuple(func_imports),
+        table=tuple(table),
+        names=names,
+        stars=tuple(stars),
+        defs=defs,
+        stops=stops,
         syntax_ok=bool(syntax_ok),
     )
 
 
 def _scan_raw(s: Scan) -> list:
-    return [list(s.kinds), s.may_stop, list(s.imports), list(s.top_kinds), list(s.top_targets), list(s.code_targets), s.top_stop, list(s.stop_chains), list(s.func_imports), s.syntax_ok]
+    return [
+        list(s.kinds), s.may_stop, list(s.imports), list(s.top_kinds), list(s.top_targets), list(s.code_targets), list(s.func_imports),
+        list(s.table), dict(s.names), list(s.stars), dict(s.defs), dict(s.stops), s.syntax_ok,
+    ]
 
 
 # ---------- work done in a worker (or in-process when serial) ------------------------------------
