@@ -70,3 +70,45 @@ def test_changed_file_is_summarized_again(tmp_path: Path) -> None:
     result = lint_paths([str(src)], cache=again)
     assert [(f.code, f.line) for f in result.findings] == [("CUD001", 4)]
     assert again.misses == 1
+
+
+def _index_files(cache_dir: Path) -> tuple[dict, dict]:
+    (idx,) = (cache_dir / "index").glob("*.idx")
+    (scans,) = (cache_dir / "index").glob("*.scans")
+    return json.loads(idx.read_text()), json.loads(scans.read_text())
+
+
+def test_scans_are_kept_apart_from_the_index_and_old_ones_are_dropped(tmp_path: Path) -> None:
+    """A warm run reads only the small index (path -> mtime, size, key); the scans, keyed by
+    content, are read only when the run's findings cannot be reused, and an edited file's old scan
+    leaves the file."""
+    src = tmp_path / "proj"
+    shutil.copytree(FIXTURES / "CUD001" / "cross_module", src)
+    lint_paths([str(src)], cache=Cache.open(tmp_path / "cache", load_catalogue()))
+    index, scans = _index_files(tmp_path / "cache")
+    assert index and all(len(v) == 3 for v in index.values())
+    assert sorted(scans) == sorted(v[2] for v in index.values())
+    warm = Cache.open(tmp_path / "cache", load_catalogue())
+    lint_paths([str(src)], cache=warm)
+    assert warm.runs_reused == 1 and warm._scans is None  # the scans file was not even read
+    touched = sorted(src.rglob("*.py"))[0]
+    touched.write_text(touched.read_text() + "\n# touched\n")
+    lint_paths([str(src)], cache=Cache.open(tmp_path / "cache", load_catalogue()))
+    index2, scans2 = _index_files(tmp_path / "cache")
+    assert sorted(scans2) == sorted(v[2] for v in index2.values())
+    assert len(set(scans) - set(scans2)) == 1  # the touched file's old scan is gone
+
+
+def test_a_lost_scans_file_means_scanning_again(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(FIXTURES.parent)
+    cache_dir = tmp_path / "cache"
+    first = lint_paths(["fixtures/CUD001"], cache=Cache.open(cache_dir, load_catalogue()))
+    next((cache_dir / "index").glob("*.scans")).write_text("{not json")
+    for run in (cache_dir / "runs").glob("*"):
+        run.unlink()  # no reuse of the whole run: the scans are needed
+    again = Cache.open(cache_dir, load_catalogue())
+    second = lint_paths(["fixtures/CUD001"], cache=again)
+    assert again.runs_reused == 0
+    assert _findings(first) == _findings(second)
+    _, scans = _index_files(cache_dir)
+    assert scans  # written again

@@ -352,3 +352,53 @@ def test_large_project_path_same_findings(seed: int, tmp_path: Path, monkeypatch
     src.mkdir()
     _rich_program(random.Random(2000 + seed), src)
     _all_ways(str(src), tmp_path, monkeypatch, parallel=False)
+
+
+def test_scan_stores_the_call_graph_and_never_returning_paths() -> None:
+    """What cudalint.prefilter._Calls reads instead of parsing a file again."""
+    cat = load_catalogue()
+    src = b"""import sys
+import helpers as h
+from .util import stop
+
+
+def fail():
+    raise SystemExit(1)
+
+
+def relay():
+    fail()
+
+
+def maybe():
+    h.quit_now()
+
+
+def fine(x):
+    return x + 1
+
+
+class Base:
+    def __init__(self):
+        sys.exit(2)
+
+
+class Child(Base):
+    def run(self):
+        return fine(1)
+
+
+def make():
+    return Child()
+"""
+    s = scan(src, cat, "pkg.mod", False)
+    assert s.stops["fail"] == 1 and s.stops["relay"] == 1
+    assert s.stops["maybe"] == [["helpers.quit_now"], []]  # another module's function decides
+    assert "fine" not in s.stops and "Child.run" not in s.stops
+    assert s.stops["Child"] == 1  # __init__ inherited from a base class of this module
+    assert s.stops["make"] == 1
+    assert sorted(s.defs) == ["Base", "Child", "__init__", "fail", "fine", "make", "maybe", "relay", "run"]
+    kinds, imports, mentions, refs = s.defs["Child"]
+    assert "Base" in mentions and "fine" in mentions
+    assert [s.table[i] for i in s.defs["maybe"][3]] == ["helpers", "helpers.quit_now"]  # the alias, and the chain spelled
+    assert s.names["stop"] == [s.table.index("pkg.util.stop")]
