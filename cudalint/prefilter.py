@@ -771,6 +771,11 @@ def _stmt_stops(st: ast.stmt) -> object:
     return False
 
 
+# Why the names asked suffice: evaluated with every other module's function returning, a formula
+# (and/or over calls, no negation) that comes out "returns" still does so as long as every name
+# asked returns. An `or` asks all its terms; an `and` that failed is decided by its first failing
+# term, whose own names are then enough. So if the real answer is "never returns", one of the names
+# asked never returns, and answering yes when any does errs only towards parsing more.
 def _any(results: list) -> tuple[bool, frozenset, frozenset]:
     """Or of (value, dotted names asked, keys asked): stops at the first yes (then certain)."""
     asked: set = set()
