@@ -43,7 +43,7 @@ import re
 import warnings
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Callable, Iterable, Mapping, Optional
+from typing import Iterable, Mapping, Optional
 
 from cudalint.catalogue import Catalogue
 
@@ -558,7 +558,7 @@ def scan(data: bytes, catalogue: Catalogue, modname: str, is_package: bool) -> S
     if not (imports or kinds or may_stop):
         return Scan(kinds=kinds, may_stop=may_stop, imports=imports, top_kinds=(), code_targets=stars)
     layout = _Layout(tree, original, words, chains, stars, modname if is_package else modname.rpartition(".")[0], frozenset(imports))
-    top_kinds, targets, _ = layout.reach(None, trig, own_root, bool(kinds))
+    top_kinds, targets = layout.reach(trig, own_root, bool(kinds))
     code: set[str] = set(stars)
     # any code: every word outside the import statements that names an import
     for word in _WORD.findall(layout.text(layout.outside(layout.imports))):
@@ -649,7 +649,7 @@ def _top_names(stmts: list) -> Iterable[bytes]:
         elif isinstance(st, (ast.Import, ast.ImportFrom)):
             continue
         else:
-            for field, value in ast.iter_fields(st):
+            for _name, value in ast.iter_fields(st):
                 items = value if isinstance(value, list) else [value]
                 for item in items:
                     if isinstance(item, ast.stmt):
@@ -895,8 +895,8 @@ class _Layout:
             elif isinstance(st, (ast.Import, ast.ImportFrom)):
                 self.imports.append((st.lineno, st.end_lineno or st.lineno))
             else:
-                for field in _COMPOUND_FIELDS:  # if/try/with/for/match at the top level
-                    for sub in getattr(st, field, None) or ():
+                for part in _COMPOUND_FIELDS:  # if/try/with/for/match at the top level
+                    for sub in getattr(st, part, None) or ():
                         self._walk([sub] if isinstance(sub, ast.stmt) else sub.body, classes)
 
     def stops(self, exits: frozenset) -> dict[str, object]:
@@ -1118,18 +1118,14 @@ class _Layout:
             out.append((line, len(self.starts) - 2))
         return out
 
-    def reach(self, start: Optional[bytes], trig: "_Triggers", own_root: str, any_kinds: bool) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-        """(the kinds the code reached may produce by itself, the names of other modules it may call,
-        the modules its functions import).
-
-        From the top level (`start` None) or from the function or class named `start`: each function
-        whose name reached code mentions is reached too; a class's name reaches its methods."""
-        if start is None:
-            # names, not words: the keys of a registry dict are strings, not calls of functions
-            mention = set(_top_names(self.tree.body))
-            todo = list(mention)
-        else:
-            mention, todo = {start}, [start]
+    def reach(self, trig: "_Triggers", own_root: str, any_kinds: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(the kinds the top level and the local functions it reaches may produce by themselves,
+        the names of other modules they may call). Each function whose name reached code mentions
+        is reached too; a class's name reaches its methods and bases. Calls into other modules are
+        followed by cudalint.prefilter._Calls over `graph`."""
+        # names, not words: the keys of a registry dict are strings, not calls of functions
+        mention = set(_top_names(self.tree.body))
+        todo = list(mention)
         done: set[bytes] = set()
         while todo:
             word = todo.pop()
@@ -1148,16 +1144,12 @@ class _Layout:
         kinds: set[str] = set()
         if any_kinds:
             # each function's own kinds, computed once: the union over what is reached
-            for key in ([None] if start is None else []) + sorted(done & set(self.bodies)):
+            for key in [None] + sorted(done & set(self.bodies)):
                 kinds.update(self._direct_kinds(key, trig, own_root))
         targets = set(self.stars)
         for word in mention:
             targets.update(self.chains.get(word, ()))
-        if start is not None and start not in self.nodes and start not in self.bases and start not in self.chains:
-            # a name this module does not define or import by name: from a star import, if any
-            targets.update(f"{m}.{start.decode()}" for m in self.stars)
-        imports = {m for name in done for m in self.imports_of.get(name, ())}
-        return tuple(sorted(kinds)), tuple(sorted(targets)), tuple(sorted(imports))
+        return tuple(sorted(kinds)), tuple(sorted(targets))
 
     def graph(self, trig: "_Triggers", own_root: str, any_kinds: bool) -> tuple[tuple[str, ...], dict[str, list], dict[str, list]]:
         """What `reach` needs from this file's text, as plain data: (the dotted names of other

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import PurePath
-from typing import Iterable, Optional
+from typing import Optional
 
 from cudalint.ir import Function, ModuleIR, iter_events
 
