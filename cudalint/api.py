@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
-from typing import Iterable, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Iterable, Mapping, Optional, Sequence, Union
 
-from cudalint import notebook, source
+from cudalint import source
 from cudalint.cache import Cache
 from cudalint.catalogue import Catalogue, load_catalogue
 from cudalint.checks import build_checks, build_derive, init_keys, project_checks
@@ -15,7 +15,11 @@ from cudalint.findings import Finding
 from cudalint.flow import Analyzer
 from cudalint.ir import ModuleIR
 from cudalint.project import Project, module_name
-from cudalint.notebook import Notebook
+
+if TYPE_CHECKING:
+    import ast
+
+    from cudalint.notebook import Notebook
 
 
 @dataclass(frozen=True)
@@ -59,16 +63,21 @@ def _summarize_bytes(path: str, data: bytes, modname: str, is_package: bool, cat
     tree = source.parse(src)
     if isinstance(tree, Finding):
         return tree
-    from cudalint.summarize import summarize  # libcst's world: only on a cache miss
+    return summarize_tree(path, src.text, tree, modname, is_package, catalogue)
+
+
+def summarize_tree(path: str, text: str, tree: "ast.Module", modname: str, is_package: bool, catalogue: Catalogue) -> Union[ModuleIR, Finding]:
+    """The summary of a parsed file (`text` is its decoded source, for positions, messages and noqa)."""
+    from cudalint.summarize import summarize
 
     try:
-        return summarize(tree, src.text, path, modname, catalogue, is_package=is_package)
+        return summarize(tree, text, path, modname, catalogue, is_package=is_package)
     except RecursionError:
         pass
     from cudalint.deep import call_deep  # deeply nested code: once more with a deep stack
 
     try:
-        return call_deep(lambda: summarize(tree, src.text, path, modname, catalogue, is_package=is_package))
+        return call_deep(lambda: summarize(tree, text, path, modname, catalogue, is_package=is_package))
     except RecursionError:
         return source.problem(path, "cannot analyze: nested too deeply")
 
@@ -77,6 +86,8 @@ def load_notebook(
     path: str, catalogue: Catalogue, cache: Optional[Cache] = None
 ) -> Union[tuple[Notebook, Union[ModuleIR, Finding]], Finding]:
     """A notebook as one module in cell order (cudalint.notebook); its lines are the notebook's source lines."""
+    from cudalint import notebook
+
     nb = notebook.read(path)
     if isinstance(nb, Finding):
         return nb
@@ -115,7 +126,7 @@ def lint_paths(
     prefilter: bool = True,
 ) -> LintResult:
     config = config or Config()
-    catalogue = load_catalogue(config.extend_catalogue)
+    catalogue = load_catalogue(config.extend_catalogue, cache_dir=cache.directory if cache is not None else None)
     found = discover(paths, exclude=config.exclude + config.extend_exclude, respect_gitignore=config.respect_gitignore)
     return lint_files(found.files, config, catalogue, extra=found.problems, cache=cache, jobs=jobs, prefilter=prefilter)
 

@@ -56,6 +56,14 @@ def _index_key(path: str) -> str:
     return os.path.abspath(path) + "\0" + path
 
 
+_SHARDS = "0123456789abcdef"  # the first digit of a key (a sha256 in hex)
+
+
+def scan_digest(scan: list) -> str:
+    """A scan's content, in 20 bytes (what a selection depends on)."""
+    return hashlib.sha1(json.dumps(scan, sort_keys=True, separators=(",", ":")).encode(), usedforsecurity=False).hexdigest()
+
+
 def _stamp(path: Path) -> Optional[tuple[int, int]]:
     try:
         st = os.stat(path)
@@ -78,8 +86,9 @@ class Cache:
     runs_reused: int = 0
     _index: Optional[dict] = field(default=None, repr=False)
     _index_dirty: bool = field(default=False, repr=False)
-    _scans: Optional[dict] = field(default=None, repr=False)
-    _scans_stamp: Optional[tuple[int, int]] = field(default=None, repr=False)
+    _scans: Optional[dict] = field(default=None, repr=False)  # shard -> {key: scan}; None: not read
+    _scans_stamps: dict = field(default_factory=dict, repr=False)  # shard -> its file's stamp when read
+    _dirty_shards: set = field(default_factory=set, repr=False)
 
     @classmethod
     def open(cls, directory: Optional[Path], catalogue: Catalogue) -> "Cache":
@@ -130,8 +139,9 @@ class Cache:
     # ---------- the index: path -> (mtime_ns, size, key), like ruff's mtime check ---------------
     # An unchanged stat stands for unchanged bytes, so a warm run hashes nothing; a mismatch falls
     # back to reading and hashing the file. The index only names keys: entries stay content-keyed.
-    # The scans (cudalint.prefilter) sit in a second file, keyed by content, read only by a run that
-    # cannot reuse an earlier run's findings: a warm run reads a few bytes per file.
+    # The scans (cudalint.prefilter) sit apart, keyed by content, read only by a run that cannot
+    # reuse an earlier run's findings: a warm run reads a few bytes per file. They are split in 16
+    # files by the key's first digit, so a run that edited one file rewrites a sixteenth of them.
     def _index_file(self, suffix: str = ".idx") -> Path:
         return self.directory / "index" / (hashlib.sha256(self.salt.encode()).hexdigest()[:16] + suffix)
 
@@ -148,16 +158,43 @@ class Cache:
             self._index = self._read_json(self._index_file())
         return self._index
 
-    def _load_scans(self) -> dict:
+    def _shard(self, shard: str) -> dict:
+        """The scans whose keys start with `shard`, read on first use."""
         if self._scans is None:
-            self._scans_stamp = _stamp(self._index_file(".scans"))
-            self._scans = self._read_json(self._index_file(".scans"))
-        return self._scans
+            self._scans = {}
+        got = self._scans.get(shard)
+        if got is None:
+            target = self._index_file(f".scans-{shard}")
+            self._scans_stamps[shard] = _stamp(target)
+            got = self._scans[shard] = self._read_json(target)
+        return got
+
+    def digest_of(self, path: str) -> Optional[str]:
+        """The digest of the scan the index records for `path` (after `lookup` said it is unchanged)."""
+        hit = self._load_index().get(_index_key(path))
+        return hit[3] if isinstance(hit, list) and len(hit) == 4 and isinstance(hit[3], str) else None
+
+    # ---------- selections: which files a set of scans makes the prefilter choose ------------------
+    # A file edited without changing what its scan says (a comment, a body without catalogued
+    # calls) leaves the selection as it was: a run that finds it here reads no scan at all.
+    def _selection_file(self, key: str) -> Path:
+        return self.directory / "selections" / f"{key}.json"
+
+    def get_selection(self, key: str) -> Optional[tuple[set[str], set[str]]]:
+        """(chosen paths, paths that do not parse) recorded for `key`."""
+        value = self._read_json(self._selection_file(key))
+        chosen, broken = value.get("chosen"), value.get("broken")
+        if not isinstance(chosen, list) or not isinstance(broken, list):
+            return None
+        return {p for p in chosen if isinstance(p, str)}, {p for p in broken if isinstance(p, str)}
+
+    def put_selection(self, key: str, chosen: set[str], broken: set[str]) -> None:
+        self._write(self._selection_file(key), {"chosen": sorted(chosen), "broken": sorted(broken)})
 
     def lookup(self, path: str) -> Optional[str]:
         """The key recorded for `path` if its mtime and size are unchanged."""
         hit = self._load_index().get(_index_key(path))
-        if not isinstance(hit, list) or len(hit) != 3 or not isinstance(hit[2], str):
+        if not isinstance(hit, list) or len(hit) != 4 or not isinstance(hit[2], str):
             return None
         try:
             st = os.stat(path)
@@ -171,32 +208,41 @@ class Cache:
         """The scan recorded for content `key` (cudalint.runner._scan_raw's form), if any."""
         from cudalint.prefilter import SCAN_FIELDS
 
-        hit = self._load_scans().get(key)
+        hit = self._shard(key[:1]).get(key) if key[:1] in _SHARDS and key else None
         return hit if isinstance(hit, list) and len(hit) == SCAN_FIELDS else None
 
-    def remember(self, path: str, stamp: tuple[int, int], key: str, scan: list) -> None:
-        self._load_index()[_index_key(path)] = [stamp[0], stamp[1], key]
-        self._load_scans()[key] = scan
+    def remember(self, path: str, stamp: tuple[int, int], key: str, scan: list) -> str:
+        """Record the file's key and scan; returns the scan's digest."""
+        index = self._load_index()
+        old = index.get(_index_key(path))
+        if isinstance(old, list) and len(old) == 4 and isinstance(old[2], str) and old[2] != key:
+            self._dirty_shards.add(old[2][:1])  # where the file's old scan goes from
+        digest = scan_digest(scan)
+        index[_index_key(path)] = [stamp[0], stamp[1], key, digest]
+        if key and key[:1] in _SHARDS:
+            self._shard(key[:1])[key] = scan
+            self._dirty_shards.add(key[:1])
         self._index_dirty = True
+        return digest
 
     def save_index(self) -> None:
         if self._index_dirty:
             # another run sharing the cache may have written entries for other paths meanwhile
-            mine, my_scans = self._index or {}, self._scans or {}
+            mine = self._index or {}
             merged = self._read_json(self._index_file())
             merged.update(mine)
             self._index = merged
-            target = self._index_file(".scans")
-            if self._scans is not None and self._scans_stamp is not None and _stamp(target) == self._scans_stamp:
-                scans = my_scans  # nobody wrote it since this run read it: nothing to merge
-            else:
-                scans = self._read_json(target)
-                scans.update(my_scans)
-            live = {v[2] for v in merged.values() if isinstance(v, list) and len(v) == 3}
-            self._scans = {k: v for k, v in scans.items() if k in live}  # edited files' old scans go
-            self._write(self._index_file(".scans"), self._scans)
+            live = {v[2] for v in merged.values() if isinstance(v, list) and len(v) == 4}
+            for shard in sorted(self._dirty_shards & set(_SHARDS)):
+                target = self._index_file(f".scans-{shard}")
+                scans = self._shard(shard)
+                if _stamp(target) != self._scans_stamps.get(shard):
+                    scans = {**self._read_json(target), **scans}  # another run wrote it meanwhile
+                kept = self._scans[shard] = {k: v for k, v in scans.items() if k in live}  # type: ignore[index]  # edited files' old scans go
+                self._write(target, kept)
             self._write(self._index_file(), merged)
             self._index_dirty = False
+            self._dirty_shards.clear()
 
     # ---------- whole-run results: findings for a set of keys and a configuration -----------------
     def _run_file(self, key: str) -> Path:

@@ -1,23 +1,49 @@
-"""Which expression a call passes for a parameter, named as the catalogue names it: "0|device"."""
+"""A call's arguments in source order, and which expression it passes for a parameter."""
 from __future__ import annotations
 
-from typing import Optional
+import ast
+from typing import NamedTuple, Optional
 
-import libcst as cst
+
+class Arg(NamedTuple):
+    keyword: Optional[str]  # None for a positional argument (and for `**kwargs`)
+    star: str  # "", "*" or "**"
+    value: ast.expr
+    node: ast.AST  # the keyword argument itself (`k=v`), else the value
 
 
-def arg_expr(call: cst.Call, slots: Optional[str]) -> Optional[cst.BaseExpression]:
+def args_of(call: ast.Call) -> list[Arg]:
+    """`ast` keeps positional and keyword arguments apart; the summary wants them as written."""
+    out = [Arg(None, "*", a.value, a) if type(a) is ast.Starred else Arg(None, "", a, a) for a in call.args]
+    if call.keywords:
+        out.extend(Arg(k.arg, "**" if k.arg is None else "", k.value, k) for k in call.keywords)
+        if call.args:
+            out.sort(key=lambda a: (a.node.lineno, a.node.col_offset))
+    return out
+
+
+def positional(call: ast.Call) -> list[ast.expr]:
+    return [a for a in call.args if type(a) is not ast.Starred]
+
+
+def first_arg(call: ast.Call) -> Optional[ast.expr]:
+    """The value of the first argument written, positional or not."""
+    args = args_of(call)
+    return args[0].value if args else None
+
+
+def arg_expr(call: ast.Call, slots: Optional[str]) -> Optional[ast.expr]:
     """The argument at the first slot that is given: a position ("0") or a keyword ("device")."""
     if not slots:
         return None
-    positional = [a for a in call.args if a.keyword is None and not a.star]
+    pos = positional(call)
     for slot in slots.split("|"):
         slot = slot.strip()
         if slot.isdigit():
-            if int(slot) < len(positional):
-                return positional[int(slot)].value
+            if int(slot) < len(pos):
+                return pos[int(slot)]
             continue
-        for a in call.args:
-            if a.keyword is not None and a.keyword.value == slot:
-                return a.value
+        for k in call.keywords:
+            if k.arg == slot:
+                return k.value
     return None

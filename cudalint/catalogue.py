@@ -6,11 +6,13 @@ documented in `rules/catalogue/README.md`.
 from __future__ import annotations
 
 import fnmatch
+import hashlib
+import json
 import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Optional
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -127,13 +129,17 @@ class Catalogue:
     methods: Mapping[str, tuple[Api, ...]] = field(default_factory=dict, compare=False)
     imports: Mapping[str, tuple[Api, ...]] = field(default_factory=dict, compare=False)
     env_by_name: Mapping[str, EnvVar] = field(default_factory=dict, compare=False)
+    _named: dict = field(default_factory=dict, compare=False, repr=False)  # calls_named's answers
 
     def calls_named(self, qualname: str) -> tuple[Api, ...]:
         """Entries (kind call) for a resolved qualified name, exact entries first, then globs."""
-        exact = self.by_name.get(qualname, ())
-        if not self.globs:
-            return exact
-        return exact + tuple(a for a in self.globs if fnmatch.fnmatchcase(qualname, a.name))
+        got = self._named.get(qualname)
+        if got is None:
+            exact = self.by_name.get(qualname, ())
+            got = exact + tuple(a for a in self.globs if fnmatch.fnmatchcase(qualname, a.name)) if self.globs else exact
+            if len(self._named) < 100_000:  # (the names of one run's files; bounded all the same)
+                self._named[qualname] = got
+        return got
 
     def library_of(self, qualname: str) -> str | None:
         root = qualname.split(".", 1)[0]
@@ -267,6 +273,10 @@ def parse_catalogue_text(text: str, source: str) -> tuple[Library, list[Api], li
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise CatalogueError(f"{source}: not valid TOML: {exc}") from None
+    return _from_data(data, source)
+
+
+def _from_data(data: dict, source: str) -> tuple[Library, list[Api], list[EnvVar]]:
     unknown = set(data) - {"library", "api", "env"}
     if unknown:
         raise CatalogueError(f"{source}: unknown table(s) {', '.join(sorted(unknown))}")
@@ -319,18 +329,67 @@ def catalogue_files(extra: Iterable[str | Path] = ()) -> list[Path]:
     return files
 
 
-def load_catalogue(extra: Iterable[str | Path] = ()) -> Catalogue:
-    """The bundled catalogue plus the user's files (`extend-catalogue`), in that order."""
-    return _load(tuple(str(p) for p in extra))
+def load_catalogue(extra: Iterable[str | Path] = (), cache_dir: Optional[Path] = None) -> Catalogue:
+    """The bundled catalogue plus the user's files (`extend-catalogue`), in that order.
+    `cache_dir`: where the files' parsed TOML is kept as JSON (tomllib is pure Python: parsing the
+    catalogue was a tenth of a run that the cache otherwise answers)."""
+    return _load(tuple(str(p) for p in extra), str(cache_dir) if cache_dir is not None else None)
 
 
 @lru_cache(maxsize=8)
-def _load(extra: tuple[str, ...]) -> Catalogue:
+def _load(extra: tuple[str, ...], cache_dir: Optional[str] = None) -> Catalogue:
     parts = []
     for path in catalogue_files(extra):
         try:
-            text = path.read_text(encoding="utf-8")
+            data = path.read_bytes()
         except OSError as exc:
             raise CatalogueError(f"{path}: cannot read catalogue: {exc.strerror or exc}") from None
+        parsed = _parsed_cached(data, cache_dir)
+        if parsed is not None:
+            parts.append(_from_data(parsed, str(path)))
+            continue
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CatalogueError(f"{path}: cannot read catalogue: not UTF-8 ({exc.reason})") from None
         parts.append(parse_catalogue_text(text, str(path)))
+        if cache_dir is not None:
+            _keep_parsed(data, tomllib.loads(text), cache_dir)
     return build(parts)
+
+
+def _parsed_file(data: bytes, cache_dir: str) -> Path:
+    return Path(cache_dir) / "catalogue" / f"{hashlib.sha256(data).hexdigest()[:32]}.json"
+
+
+def _parsed_cached(data: bytes, cache_dir: Optional[str]) -> Optional[dict]:
+    if cache_dir is None:
+        return None
+    try:
+        value = json.loads(_parsed_file(data, cache_dir).read_bytes())
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _keep_parsed(data: bytes, parsed: dict, cache_dir: str) -> None:
+    """Write the parsed TOML (plain JSON, keyed by the file's bytes) atomically; a failure only costs time."""
+    import os
+    import tempfile
+
+    target = _parsed_file(data, cache_dir)
+    try:
+        text = json.dumps(parsed)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
+    except (OSError, TypeError, ValueError):  # a TOML date has no JSON form: that file is parsed each time
+        return
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass

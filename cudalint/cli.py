@@ -89,8 +89,13 @@ def cli(
         sys.exit(2)
     from cudalint.catalogue import CatalogueError, load_catalogue
 
+    from pathlib import Path
+
+    from cudalint.cache import Cache, default_cache_dir
+
+    directory = None if no_cache or fix or diff else (Path(cache_dir) if cache_dir else default_cache_dir())
     try:
-        catalogue = load_catalogue(config.extend_catalogue)
+        catalogue = load_catalogue(config.extend_catalogue, cache_dir=directory)
     except CatalogueError as exc:  # an extend-catalogue file that is missing or wrong: a usage error
         click.echo(f"cudalint: {exc}", err=True)
         sys.exit(2)
@@ -98,13 +103,7 @@ def cli(
         from cudalint.outputs import run_fix
 
         sys.exit(run_fix(targets, config, fmt=fmt, diff=diff, output_file=output_file, statistics=statistics))
-    cache = None
-    if not no_cache:
-        from pathlib import Path
-
-        from cudalint.cache import Cache
-
-        cache = Cache.open(Path(cache_dir) if cache_dir else None, catalogue)
+    cache = Cache.open(directory, catalogue) if directory is not None else None
     result = lint_paths(targets, config, cache=cache, jobs=jobs)
     from cudalint.outputs import write_report
 

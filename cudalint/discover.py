@@ -8,12 +8,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Optional
-
-import pathspec
+from typing import TYPE_CHECKING, Iterable, Optional
 
 from cudalint.findings import Finding
 from cudalint.source import problem
+
+if TYPE_CHECKING:
+    import pathspec
 
 SKIP_DIRS = frozenset(
     {
@@ -38,16 +39,18 @@ def _is_venv(path: Path) -> bool:
         return False
 
 
-def _gitignore(directory: Path) -> Optional[pathspec.GitIgnoreSpec]:
+def _gitignore(directory: Path) -> Optional["pathspec.GitIgnoreSpec"]:
     gi = directory / ".gitignore"
     try:
         lines = gi.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
+    import pathspec  # only where there are patterns to match (a tenth of a warm run's time otherwise)
+
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
-def _ancestors_gitignores(start: Path) -> list[tuple[Path, pathspec.GitIgnoreSpec]]:
+def _ancestors_gitignores(start: Path) -> list[tuple[Path, "pathspec.GitIgnoreSpec"]]:
     """The .gitignore files of the directories above `start`, up to the repository root."""
     out = []
     cur = start.resolve()
@@ -65,7 +68,7 @@ def _ancestors_gitignores(start: Path) -> list[tuple[Path, pathspec.GitIgnoreSpe
     return out
 
 
-def _ignored(path: Path, is_dir: bool, specs: list[tuple[Path, pathspec.GitIgnoreSpec]]) -> bool:
+def _ignored(path: Path, is_dir: bool, specs: list[tuple[Path, "pathspec.GitIgnoreSpec"]]) -> bool:
     try:
         resolved = path.resolve() if path.is_symlink() else path.absolute()
     except (OSError, RuntimeError):  # a symlink loop: judged by where it sits
@@ -87,6 +90,8 @@ def _excluded(path: str, patterns: Iterable[str]) -> bool:
     patterns = list(patterns)
     if not patterns:
         return False
+    import pathspec
+
     spec = pathspec.GitIgnoreSpec.from_lines(patterns)
     norm = path.replace(os.sep, "/").lstrip("./") if not path.startswith("..") else path.replace(os.sep, "/")
     parts = norm.split("/")

@@ -38,13 +38,55 @@ import libcst as cst
 from cudalint import source
 from cudalint.findings import Finding
 from cudalint.ir import Event, ModuleIR, iter_events
-from cudalint.positions import positions
-from cudalint.summarize import literal
+from cudalint.cst_positions import positions
 
 ENV_VARS = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
 ADD_DEVICE_ORDER_CODE = "CUD004"  # NVML/nvidia-smi indices used as CUDA numbering
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ()))
 _UNKNOWN_VALUE = object()
+
+
+def literal(expr: cst.BaseExpression | None, consts: dict[str, object] | None = None) -> object:
+    """The value of a literal expression, `_UNKNOWN_VALUE` when it is not one.
+
+    f-strings keep their literal parts and turn each placeholder into `*`, so a glob such as
+    "cuda*" matches f"cuda:{i}".
+    """
+    if expr is None:
+        return None
+    if isinstance(expr, cst.SimpleString):
+        try:
+            return expr.evaluated_value
+        except Exception:
+            return _UNKNOWN_VALUE
+    if isinstance(expr, cst.ConcatenatedString):
+        left, right = literal(expr.left, consts), literal(expr.right, consts)
+        if isinstance(left, str) and isinstance(right, str):
+            return left + right
+        return _UNKNOWN_VALUE
+    if isinstance(expr, cst.FormattedString):
+        out = []
+        for part in expr.parts:
+            if isinstance(part, cst.FormattedStringText):
+                out.append(part.value)
+            else:
+                val = literal(part.expression, consts)
+                out.append(str(val) if isinstance(val, (str, int)) and not isinstance(val, bool) else "*")
+        return "".join(out)
+    if isinstance(expr, cst.Integer):
+        try:
+            return int(expr.value, 0)
+        except ValueError:
+            return _UNKNOWN_VALUE
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        val = literal(expr.expression, consts)
+        return -val if isinstance(val, int) and not isinstance(val, bool) else _UNKNOWN_VALUE
+    if isinstance(expr, cst.Name):
+        if expr.value in ("True", "False", "None"):
+            return {"True": True, "False": False, "None": None}[expr.value]
+        if consts is not None and expr.value in consts:
+            return consts[expr.value]
+    return _UNKNOWN_VALUE
 
 
 # ---------- what a fix is --------------------------------------------------------------------
@@ -752,7 +794,7 @@ def fix_paths(paths: Sequence[str], config, write: bool = True) -> FixOutcome:
         if isinstance(got, str):
             problems.append(got)
             continue
-        module = source.parse(source.Source(path, got.text))
+        module = source.parse_cst(source.Source(path, got.text))
         ir = load_module(path, catalogue, got.text)
         if isinstance(module, Finding) or isinstance(ir, Finding):
             continue

@@ -102,7 +102,7 @@ class Label:
     """A value label (cudalint.labels): where a value in a given numbering or role came from."""
 
     kind: str  # "nvml" | "cuda" | "ret" | "context" | "process"
-    origin: object  # the cst node while summarizing; its line in the IR
+    origin: object  # the syntax node while summarizing; its line in the IR
     text: str  # code of the origin, for messages
     detail: str = ""
     api: str = ""

@@ -25,15 +25,15 @@ assignment replaces them, as for types); branches are not joined.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from typing import TYPE_CHECKING, Iterable, Optional, Sequence
 
 import builtins
 
-import libcst as cst
+import ast
 
-from cudalint.callargs import arg_expr
+from cudalint.callargs import arg_expr, args_of, first_arg
 from cudalint.ir import Label
+from cudalint.positions import Span
 
 if TYPE_CHECKING:  # pragma: no cover
     from cudalint.catalogue import Api, Catalogue
@@ -52,120 +52,143 @@ class _View:
     cuda_env: frozenset[str]
 
 
-@lru_cache(maxsize=8)
-def _view(cat: "Catalogue") -> _View:
-    return _View(
+_VIEWS: dict[int, tuple["Catalogue", _View]] = {}
+
+
+def view(cat: "Catalogue") -> _View:
+    """The catalogue's facts this module asks for, computed once per catalogue (kept by identity:
+    hashing a catalogue hashes every entry, and this is asked once per function)."""
+    got = _VIEWS.get(id(cat))
+    if got is not None and got[0] is cat:
+        return got[1]
+    made = _View(
         index_attributes=frozenset(a.get("index_attribute") for a in cat.apis if a.get("index_attribute")),
         cuda_attributes=frozenset(a.name for a in cat.apis if a.kind == "attribute" and a.get("cuda_ordinal_source")),
         cuda_env=frozenset(a.name for a in cat.apis if a.kind == "env_read" and a.get("cuda_ordinal_source")),
     )
+    _VIEWS[id(cat)] = (cat, made)
+    return made
 
 
 def _slots(spec: str) -> tuple[str, ...]:
     return tuple(p for p in spec.split("|") if p)
 
 
-def _label(s: "_Summarizer", kind: str, node: cst.CSTNode, **kw) -> Label:
+def _label(s: "_Summarizer", kind: str, node: ast.AST, **kw) -> Label:
     return Label(kind=kind, origin=node, text=s.text(node), **kw)
 
 
 def keep(s: "_Summarizer", labels: Iterable[Label]) -> tuple[Label, ...]:
-    """Labels that go into the IR: their origins need positions."""
-    out = tuple(lb for lb in labels if lb.kind in ("nvml", "cuda", "ret"))
-    for lb in out:
-        s.wanted.append(lb.origin)  # type: ignore[arg-type]
-    return out
+    """Labels that go into the IR."""
+    return tuple(lb for lb in labels if lb.kind in ("nvml", "cuda", "ret"))
 
 
-def for_event(s: "_Summarizer", expr: cst.BaseExpression, scope: "_Scope") -> tuple[Label, ...]:
+def for_event(s: "_Summarizer", expr: ast.expr, scope: "_Scope") -> tuple[Label, ...]:
     return keep(s, labels_of(s, expr, scope))
 
 
 # ---------- labels of an expression ----------------------------------------------------------------
-def labels_of(s: "_Summarizer", expr: Optional[cst.BaseExpression], scope: "_Scope") -> frozenset:
+def labels_of(s: "_Summarizer", expr: Optional[ast.AST], scope: "_Scope") -> frozenset:
     if expr is None:
         return EMPTY
-    if isinstance(expr, cst.Name):
-        return scope.lookup_labels(expr.value)
-    if isinstance(expr, cst.Call):
-        return _call_labels(s, expr, scope)
-    if isinstance(expr, cst.Attribute):
-        base = labels_of(s, expr.value, scope)
-        attr = expr.attr.value
-        view = _view(s.cat)
+    kind = type(expr)
+    if kind is ast.Name:
+        return scope.lookup_labels(expr.id)  # type: ignore[attr-defined]
+    if kind is ast.Call:
+        return _call_labels(s, expr, scope)  # type: ignore[arg-type]
+    if kind is ast.Attribute:
+        base = labels_of(s, expr.value, scope)  # type: ignore[attr-defined]
+        attr = expr.attr  # type: ignore[attr-defined]
         nvml = frozenset(lb for lb in base if lb.kind == "nvml")
         if nvml:
             # GPU objects (GPUtil's GPU) carry the index in one attribute; other values
             # (nvidia-smi's CompletedProcess, its text) carry it along
             return frozenset(lb for lb in nvml if not lb.detail or lb.detail == attr)
-        if attr in view.cuda_attributes:
+        if attr in s.view.cuda_attributes:
             return frozenset({_label(s, "cuda", expr)})
         return EMPTY
-    if isinstance(expr, cst.Subscript):
-        if s.is_env(expr.value, scope):
-            return _env_read(s, expr, s.subscript_key(expr, scope))
+    if kind is ast.Subscript:
+        if s.is_env(expr.value, scope):  # type: ignore[attr-defined]
+            return _env_read(s, expr, s.subscript_key(expr, scope))  # type: ignore[arg-type]
         # gpus[0] is one of gpus; visible[rank] is not in rank's numbering
-        return labels_of(s, expr.value, scope)
-    if isinstance(expr, cst.Lambda):
-        return EMPTY
-    if isinstance(expr, (cst.SimpleString, cst.Integer, cst.Float, cst.Imaginary)):
+        return labels_of(s, expr.value, scope)  # type: ignore[attr-defined]
+    if kind is ast.Lambda or kind is ast.Constant:
         return EMPTY
     out: set = set()
-    for child in expr.children:
-        if isinstance(child, cst.BaseExpression):
-            out |= labels_of(s, child, scope)
-        elif isinstance(child, (cst.FormattedStringExpression, cst.Element, cst.StarredElement, cst.DictElement, cst.CompFor, cst.Arg)):
-            for sub in child.children:
-                if isinstance(sub, cst.BaseExpression):
-                    out |= labels_of(s, sub, scope)
-                elif isinstance(sub, cst.CompFor):
-                    out |= labels_of(s, sub.iter, scope)
+    for child in _parts(expr):
+        out |= labels_of(s, child, scope)
     return frozenset(out)
 
 
-def _env_read(s: "_Summarizer", node: cst.CSTNode, key: str) -> frozenset:
-    if key and key in _view(s.cat).cuda_env:
+def _parts(expr: ast.AST) -> list:
+    """The sub-expressions whose labels an expression carries along."""
+    kind = type(expr)
+    if kind is ast.Compare:
+        return [expr.left]  # type: ignore[attr-defined]  # a comparison's result is a bool, its left side aside
+    if kind is ast.Dict:
+        out: list = []
+        for key, value in zip(expr.keys, expr.values):  # type: ignore[attr-defined]
+            if key is not None:  # `**other`: not followed
+                out += [key, value]
+        return out
+    if kind in (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp):
+        out = [expr.key, expr.value] if kind is ast.DictComp else [expr.elt]  # type: ignore[attr-defined]
+        for gen in expr.generators:  # type: ignore[attr-defined]
+            out += [gen.target, gen.iter]
+        return out
+    if kind is ast.FormattedValue:
+        return [expr.value]  # type: ignore[attr-defined]
+    if kind is ast.YieldFrom:
+        return []
+    from cudalint.summarize import _children
+
+    return _children(expr)
+
+
+def _env_read(s: "_Summarizer", node: ast.AST, key: str) -> frozenset:
+    if key and key in s.view.cuda_env:
         return frozenset({_label(s, "cuda", node)})
     return EMPTY
 
 
-def _applicable(s: "_Summarizer", q: str, call: cst.Call, scope: "_Scope") -> list["Api"]:
+def _applicable(s: "_Summarizer", q: str, call: ast.Call, scope: "_Scope") -> list["Api"]:
     return [api for api in s.cat.calls_named(q) if s.applies(api, call, scope)]
 
 
-def _call_labels(s: "_Summarizer", call: cst.Call, scope: "_Scope") -> frozenset:
+def _call_labels(s: "_Summarizer", call: ast.Call, scope: "_Scope") -> frozenset:
     func = call.func
     q = s.qualify(func, scope)
-    if isinstance(func, cst.Attribute) and s.is_env(func.value, scope) and func.attr.value in ("get", "pop", "setdefault") and call.args:
-        return _env_read(s, call, s.key_of(call.args[0].value, scope))
-    if q == "os.getenv" and call.args:
-        return _env_read(s, call, s.key_of(call.args[0].value, scope))
+    args = args_of(call)
+    if type(func) is ast.Attribute and s.is_env(func.value, scope) and func.attr in ("get", "pop", "setdefault") and args:
+        return _env_read(s, call, s.key_of(args[0].value, scope))
+    if q == "os.getenv" and args:
+        return _env_read(s, call, s.key_of(args[0].value, scope))
     if q is not None and not q.startswith(":"):
         apis = _applicable(s, q, call, scope)
         if apis:
             return _catalogued(s, apis, call, scope)
-    if isinstance(func, cst.Attribute):
+    if type(func) is ast.Attribute:
         receiver = labels_of(s, func.value, scope)
         if s.receiver_is_value(func.value, scope):
-            for api in s.cat.methods.get(func.attr.value, ()):
+            for api in s.cat.methods.get(func.attr, ()):
                 if api.get("ordinal_map") and s.applies(api, call, scope):
                     return EMPTY  # visible.index(physical): mapped into the other numbering
     else:
         receiver = EMPTY
-    if q is None and isinstance(func, cst.Name) and not hasattr(builtins, func.value):
-        q = ":" + func.value  # a function of this module defined further down
+    if q is None and type(func) is ast.Name and not hasattr(builtins, func.id):
+        q = ":" + func.id  # a function of this module defined further down
     if q is not None and (q.startswith(":") or s.maybe_project(q)):
         # a project function: its return labels are known once every module is summarized
         return frozenset({_label(s, "ret", call, detail=q)})
     out = set(receiver)
-    for arg in call.args:
+    for arg in args:
         out |= labels_of(s, arg.value, scope)
     # a builtin or unknown callable (int(), str(), range(), sorted(), ",".join(...)) keeps the
     # numbering of what it is given; objects made from them (handles, contexts) are not passed on
     return frozenset(lb for lb in out if lb.kind in ("nvml", "cuda", "ret"))
 
 
-def _catalogued(s: "_Summarizer", apis: list["Api"], call: cst.Call, scope: "_Scope") -> frozenset:
+def _catalogued(s: "_Summarizer", apis: list["Api"], call: ast.Call, scope: "_Scope") -> frozenset:
     out: set = set()
     for api in apis:
         if api.get("nvml_index_source"):
@@ -179,21 +202,21 @@ def _catalogued(s: "_Summarizer", apis: list["Api"], call: cst.Call, scope: "_Sc
     return frozenset(out)
 
 
-def _method_literal(s: "_Summarizer", call: cst.Call, api: "Api", scope: "_Scope") -> str:
+def _method_literal(s: "_Summarizer", call: ast.Call, api: "Api", scope: "_Scope") -> str:
     val = s.arg_value(call, _slots(api.get("start_method_arg")), scope)
     if val is None:
         return ""
     return val if isinstance(val, str) else "?"
 
 
-def _process_label(s: "_Summarizer", api: "Api", call: cst.Call, scope: "_Scope") -> Label:
+def _process_label(s: "_Summarizer", api: "Api", call: ast.Call, scope: "_Scope") -> Label:
     spec = _method_spec(s, api, call, scope)
     works = _work_symbols(s, call, api.get("child_work", ""), scope)
     starts_on = _slots(api.get("starts_on", ""))
     return _label(s, "process", call, detail=spec, api=api.name, works=works, starts_on=starts_on, rtype=api.get("returns", ""))
 
 
-def _method_spec(s: "_Summarizer", api: "Api", call: cst.Call, scope: "_Scope") -> str:
+def _method_spec(s: "_Summarizer", api: "Api", call: ast.Call, scope: "_Scope") -> str:
     """fork | spawn | forkserver | exec | default | ? (a method we cannot read)."""
     how = api.get("starts_process") or ("fork" if api.get("forks") else "")
     if how != "context":
@@ -201,7 +224,7 @@ def _method_spec(s: "_Summarizer", api: "Api", call: cst.Call, scope: "_Scope") 
     # a context's method: the receiver (ctx.Process), or an mp_context= argument
     func = call.func
     sources: list[frozenset] = []
-    if isinstance(func, cst.Attribute):
+    if type(func) is ast.Attribute:
         sources.append(labels_of(s, func.value, scope))
     if api.get("start_method_arg"):
         sources.append(labels_of(s, arg_expr(call, api.get("start_method_arg")), scope))
@@ -212,7 +235,7 @@ def _method_spec(s: "_Summarizer", api: "Api", call: cst.Call, scope: "_Scope") 
     return "default"
 
 
-def _work_symbols(s: "_Summarizer", call: cst.Call, spec: str, scope: "_Scope") -> tuple[str, ...]:
+def _work_symbols(s: "_Summarizer", call: ast.Call, spec: str, scope: "_Scope") -> tuple[str, ...]:
     if not spec:
         return ()
     expr = arg_expr(call, spec)
@@ -220,63 +243,63 @@ def _work_symbols(s: "_Summarizer", call: cst.Call, spec: str, scope: "_Scope") 
     return (sym,) if sym else ()
 
 
-def work_symbol(s: "_Summarizer", expr: Optional[cst.BaseExpression], scope: "_Scope") -> Optional[str]:
+def work_symbol(s: "_Summarizer", expr: Optional[ast.AST], scope: "_Scope") -> Optional[str]:
     """The project function a child will run: `f`, `mod.f`, `self.m`, `functools.partial(f, ...)`."""
     if expr is None:
         return None
-    if isinstance(expr, cst.Call) and s.qualify(expr.func, scope) == STDLIB_PARTIAL and expr.args:
-        return work_symbol(s, expr.args[0].value, scope)
+    if type(expr) is ast.Call and s.qualify(expr.func, scope) == STDLIB_PARTIAL and first_arg(expr) is not None:  # type: ignore[attr-defined,arg-type]
+        return work_symbol(s, first_arg(expr), scope)  # type: ignore[arg-type]
     q = s.qualify(expr, scope)
     if q is not None:
         return q
-    if isinstance(expr, cst.Name):
-        return ":" + expr.value  # defined later in this module: resolved when the checks run
+    if type(expr) is ast.Name:
+        return ":" + expr.id  # type: ignore[attr-defined]  # defined later in this module: resolved when the checks run
     return None
 
 
 # ---------- hooks called by the summarizer ---------------------------------------------------------
-def on_bind(s: "_Summarizer", target: cst.BaseExpression, value: Optional[cst.BaseExpression], scope: "_Scope") -> None:
+def on_bind(s: "_Summarizer", target: ast.expr, value: Optional[ast.expr], scope: "_Scope") -> None:
     if value is None:
-        if isinstance(target, cst.Name):
-            scope.labels[target.value] = EMPTY
+        if type(target) is ast.Name:
+            scope.labels[target.id] = EMPTY  # type: ignore[attr-defined]
         return
     _assign(target, labels_of(s, value, scope), scope)
 
 
-def _assign(target: cst.BaseExpression, labels: frozenset, scope: "_Scope") -> None:
-    if isinstance(target, cst.Name):
-        scope.labels[target.value] = labels
-    elif isinstance(target, (cst.Tuple, cst.List)):
+def _assign(target: ast.expr, labels: frozenset, scope: "_Scope") -> None:
+    kind = type(target)
+    if kind is ast.Name:
+        scope.labels[target.id] = labels  # type: ignore[attr-defined]
+    elif kind is ast.Tuple or kind is ast.List:
         # `idx, gpu = ...`, `for i, gpu in enumerate(gpus)`: each part may be in that numbering
-        for el in target.elements:
-            _assign(el.value, frozenset(lb for lb in labels if lb.kind != "process"), scope)
+        for el in target.elts:  # type: ignore[attr-defined]
+            _assign(el.value if type(el) is ast.Starred else el, frozenset(lb for lb in labels if lb.kind != "process"), scope)
 
 
-def on_for(s: "_Summarizer", target: cst.BaseExpression, iterable: cst.BaseExpression, scope: "_Scope") -> None:
+def on_for(s: "_Summarizer", target: ast.expr, iterable: ast.expr, scope: "_Scope") -> None:
     _assign(target, labels_of(s, iterable, scope), scope)
 
 
-def on_return(s: "_Summarizer", value: Optional[cst.BaseExpression], scope: "_Scope") -> None:
+def on_return(s: "_Summarizer", value: Optional[ast.expr], scope: "_Scope") -> None:
     if value is None or not scope.qualname:
         return
     labels = keep(s, labels_of(s, value, scope))
     if labels:
-        s.wanted.append(value)
         ret = Label(kind="return", origin=value, text=s.text(value), inner=labels)
         s.return_labels.setdefault(scope.qualname, set()).add(ret)
 
 
-def on_params(s: "_Summarizer", params: Sequence[cst.Param], scope: "_Scope") -> None:
+def on_params(s: "_Summarizer", params: Sequence[ast.arg], scope: "_Scope") -> None:
     # `args.local_rank` and a parameter `local_rank` mean the same; a parameter called `index`
     # (the `.index` of a torch.device) says nothing about its numbering
-    names = _view(s.cat).cuda_attributes - {"index"}
+    names = s.view.cuda_attributes - {"index"}
     for param in params:
-        name = param.name.value
+        name = param.arg
         if name in names:
-            scope.labels[name] = frozenset({_label(s, "cuda", param.name)})
+            scope.labels[name] = frozenset({_label(s, "cuda", param)})
 
 
-def api_effects(s: "_Summarizer", api: "Api", call: cst.Call, scope: "_Scope", out: list) -> None:
+def api_effects(s: "_Summarizer", api: "Api", call: ast.Call, scope: "_Scope", out: list) -> None:
     """Events for a catalogued call: device-index sinks, process starts, the start method."""
     for sink, field in (("cuda", "cuda_ordinal_sink"), ("nvml", "nvml_index_sink")):
         spec = api.get(field)
@@ -302,13 +325,13 @@ def api_effects(s: "_Summarizer", api: "Api", call: cst.Call, scope: "_Scope", o
         out.append(s.event("process", call, (api.name, spec, works, "fork" if api.get("forks") else "pool")))
 
 
-def method_call(s: "_Summarizer", call: cst.Call, q: Optional[str], scope: "_Scope", out: list) -> None:
+def method_call(s: "_Summarizer", call: ast.Call, q: Optional[str], scope: "_Scope", out: list) -> None:
     """`p.start()`, `ex.submit(f)`, `pool.map(f, xs)` on a process-like value; `W().start()` of a
     project subclass of a catalogued process class."""
     func = call.func
-    if not isinstance(func, cst.Attribute):
+    if type(func) is not ast.Attribute:
         return
-    method = func.attr.value
+    method = func.attr
     for lb in labels_of(s, func.value, scope):
         if lb.kind != "process":
             continue
@@ -317,13 +340,12 @@ def method_call(s: "_Summarizer", call: cst.Call, q: Optional[str], scope: "_Sco
         if method in lb.starts_on:
             out.append(s.event("process", call, (lb.api, lb.detail, lb.works + works, "start")))
         elif not lb.starts_on and works:
-            s.wanted.append(lb.origin)  # type: ignore[arg-type]
             out.append(s.event("child_work", call, (lb.origin, works)))
     if q and q.startswith(":") and method:
         _subclass_start(s, call, q, method, out)
 
 
-def _subclass_start(s: "_Summarizer", call: cst.Call, q: str, method: str, out: list) -> None:
+def _subclass_start(s: "_Summarizer", call: ast.Call, q: str, method: str, out: list) -> None:
     cls = q[1:].rpartition(".")[0]
     seen: set[str] = set()
     while cls in s.classes and cls not in seen:
@@ -344,19 +366,19 @@ def _subclass_start(s: "_Summarizer", call: cst.Call, q: str, method: str, out: 
 
 
 # ---------- finalizing ---------------------------------------------------------------------------------
-def freeze(obj: object, pos: dict) -> object:
-    """Replace the cst nodes in event data and labels by their line numbers."""
+def freeze(obj: object) -> object:
+    """Replace the syntax nodes in event data and labels by their line numbers."""
     if isinstance(obj, Label):
         origin = obj.origin
-        if isinstance(origin, cst.CSTNode):
-            origin = pos.get(id(origin), (0,))[0]
-        return replace(obj, origin=origin, inner=freeze(obj.inner, pos))
-    if isinstance(obj, cst.CSTNode):
-        return pos.get(id(obj), (0,))[0]
+        if isinstance(origin, (ast.AST, Span)):
+            origin = origin.lineno
+        return replace(obj, origin=origin, inner=freeze(obj.inner))
+    if isinstance(obj, (ast.AST, Span)):
+        return obj.lineno  # type: ignore[union-attr]
     if isinstance(obj, tuple):
-        if not any(isinstance(x, (Label, cst.CSTNode, tuple)) for x in obj):
+        if not any(isinstance(x, (Label, ast.AST, Span, tuple)) for x in obj):
             return obj
-        return tuple(freeze(x, pos) for x in obj)
+        return tuple(freeze(x) for x in obj)
     return obj
 
 

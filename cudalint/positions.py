@@ -1,75 +1,100 @@
-"""Positions of a few nodes, without libcst's PositionProvider.
+"""Where a node of CPython's `ast` is, in the columns users see, and its source text.
 
-libcst's syntax tree carries no positions; its PositionProvider records them for every node of the
-module, which costs more than parsing. The rules need the positions of the handful of nodes that
-become effects, so we run libcst's code generation once, only for modules that have effects,
-tracking the line and column as text is produced and recording only the nodes asked for.
+`ast` gives each node a line and a column counted in UTF-8 bytes. Editors, flake8 and SARIF count
+characters, so a column on a line with non-ASCII text is converted (only such lines pay for it).
+A few places the rules point at have no node of their own (a function's name, `x as y` in a `with`,
+`"K": v` in a dict); `Span` stands in for them.
 """
 from __future__ import annotations
 
-from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Optional
+import ast
+import re
+from dataclasses import dataclass
+from typing import Optional, Union
 
-import libcst as cst
-from libcst._nodes.internal import CodegenState
+from cudalint.ir import Loc
 
-_NULL = nullcontext()
-
-
-@dataclass(frozen=False)
-class _State(CodegenState):
-    wanted: frozenset = frozenset()
-    line: int = 1
-    column: int = 0
-    found: dict = field(default_factory=dict)
-    _stack: list = field(default_factory=list)
-
-    def add_indent_tokens(self) -> None:
-        for tok in self.indent_tokens:
-            self.add_token(tok)
-
-    def add_token(self, value: str) -> None:
-        newlines = value.count("\n") + value.count("\r") - value.count("\r\n")
-        if newlines:
-            self.line += newlines
-            self.column = len(value) - max(value.rfind("\n"), value.rfind("\r")) - 1
-        else:
-            self.column += len(value)
-
-    def before_codegen(self, node: cst.CSTNode) -> None:
-        if id(node) in self.wanted:
-            self._stack.append((self.line, self.column))
-
-    def after_codegen(self, node: cst.CSTNode) -> None:
-        if id(node) in self.wanted:
-            start = self._stack.pop()
-            # a syntactic position recorded inside (without leading whitespace) wins
-            self.found.setdefault(id(node), (start, (self.line, self.column)))
-
-    def record_syntactic_position(
-        self,
-        node: cst.CSTNode,
-        *,
-        start_node: Optional[cst.CSTNode] = None,
-        end_node: Optional[cst.CSTNode] = None,
-    ):
-        if id(node) not in self.wanted:
-            return _NULL
-        return self._record(node)
-
-    @contextmanager
-    def _record(self, node: cst.CSTNode) -> Iterator[None]:
-        start = (self.line, self.column)
-        yield
-        self.found[id(node)] = (start, (self.line, self.column))
+_LINE_ENDS = re.compile(r"\r\n|\r|\n")  # Python's line ends only (str.splitlines also splits at \f, \v, ...)
+_DEF_NAME = re.compile(r"(?:async\s+)?def\s+(\w+)")
+_TEXT_LIMIT = 72
 
 
-def positions(module: cst.Module, wanted: Iterable[cst.CSTNode]) -> dict[int, tuple[int, int, int, int]]:
-    """Map id(node) of each wanted node to (line, column, end_line, end_column), columns 1-based."""
-    ids = frozenset(id(n) for n in wanted)
-    if not ids:
-        return {}
-    state = _State(default_indent=module.default_indent, default_newline=module.default_newline, wanted=ids)
-    module._codegen(state)
-    return {k: (s[0], s[1] + 1, e[0], e[1] + 1) for k, (s, e) in state.found.items()}
+@dataclass(frozen=True, eq=False)
+class Span:
+    """A stretch of source with the attributes of an ast node's position (byte columns)."""
+
+    lineno: int
+    col_offset: int
+    end_lineno: int
+    end_col_offset: int
+
+
+Located = Union[ast.AST, Span]
+
+
+def span(first: Located, last: Located) -> Span:
+    """From the start of `first` to the end of `last`."""
+    return Span(first.lineno, first.col_offset, last.end_lineno, last.end_col_offset)  # type: ignore[union-attr]
+
+
+class Lines:
+    """The module's lines, for columns and source text."""
+
+    def __init__(self, text: str) -> None:
+        self.lines = _LINE_ENDS.split(text)
+
+    def _line(self, n: int) -> str:
+        return self.lines[n - 1] if 0 < n <= len(self.lines) else ""
+
+    def column(self, line: int, offset: int) -> int:
+        """The 0-based character column of a byte offset."""
+        text = self._line(line)
+        if text.isascii():
+            return offset
+        return len(text.encode("utf-8")[:offset].decode("utf-8", "replace"))
+
+    def loc(self, node: Located) -> Loc:
+        """(line, column, end line, end column), columns 1-based."""
+        line, end = node.lineno, node.end_lineno or node.lineno  # type: ignore[union-attr]
+        return (
+            line,
+            self.column(line, node.col_offset) + 1,  # type: ignore[union-attr]
+            end,
+            self.column(end, node.end_col_offset if node.end_col_offset is not None else node.col_offset) + 1,  # type: ignore[union-attr]
+        )
+
+    def segment(self, node: Located) -> str:
+        line, end = node.lineno, node.end_lineno or node.lineno  # type: ignore[union-attr]
+        start, stop = node.col_offset, node.end_col_offset  # type: ignore[union-attr]
+        if stop is None:
+            return ""
+        if line == end:
+            text = self._line(line)
+            if text.isascii():
+                return text[start:stop]
+            return text.encode("utf-8")[start:stop].decode("utf-8", "replace")
+        first = self._line(line).encode("utf-8")[start:].decode("utf-8", "replace")
+        last = self._line(end).encode("utf-8")[:stop].decode("utf-8", "replace")
+        return "\n".join([first, *(self._line(n) for n in range(line + 1, end)), last])
+
+    def text(self, node: Optional[Located]) -> str:
+        """The node's code on one line, whitespace squeezed, shortened for messages."""
+        if node is None:
+            return ""
+        code = " ".join(self.segment(node).split())
+        if len(code) > _TEXT_LIMIT:
+            code = code[: _TEXT_LIMIT - 3] + "..."
+        return code
+
+    def def_name(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> Located:
+        """Where a function's name is written: `ast` records only where `def` (or `async`) starts."""
+        text = self._line(node.lineno)
+        raw = text.encode("utf-8") if not text.isascii() else None
+        start = len(raw[: node.col_offset].decode("utf-8", "replace")) if raw is not None else node.col_offset
+        m = _DEF_NAME.match(text, start)
+        if m is None or m.group(1) != node.name:  # `def \` continued on the next line: point at `def`
+            return Span(node.lineno, node.col_offset, node.lineno, node.col_offset)
+        begin, stop = m.start(1), m.end(1)
+        if raw is not None:
+            begin, stop = len(text[:begin].encode("utf-8")), len(text[:stop].encode("utf-8"))
+        return Span(node.lineno, begin, node.lineno, stop)

@@ -542,6 +542,11 @@ def _lines(data: bytes) -> bytes:
 
 
 def scan(data: bytes, catalogue: Catalogue, modname: str, is_package: bool) -> Scan:
+    return scan_tree(data, catalogue, modname, is_package)[0]
+
+
+def _first_look(data: bytes, catalogue: Catalogue, modname: str, is_package: bool) -> tuple:
+    """What the bytes alone say: the words, the imports, the kinds of the file's own effects."""
     original = data = _lines(data)
     if b"\\\n" in data:
         data = data.replace(b"\\\r\n", b" ").replace(b"\\\n", b" ")
@@ -551,12 +556,23 @@ def scan(data: bytes, catalogue: Catalogue, modname: str, is_package: bool) -> S
     imports, chains, stars = _imports(data, modname, is_package)
     heads = None if stars else frozenset(chains)
     kinds = trig.kinds(words, data, own_root, heads=heads, bases=None if stars else chains, imported=frozenset(imports))
+    return original, data, words, trig, own_root, imports, chains, stars, kinds
+
+
+def file_kinds(data: bytes, catalogue: Catalogue, modname: str, is_package: bool) -> tuple[str, ...]:
+    """A scan's `kinds`, without parsing the file."""
+    return _first_look(data, catalogue, modname, is_package)[-1]
+
+
+def scan_tree(data: bytes, catalogue: Catalogue, modname: str, is_package: bool) -> tuple[Scan, Optional[ast.Module]]:
+    """The scan, and CPython's syntax tree of the file (None: it does not parse)."""
+    original, data, words, trig, own_root, imports, chains, stars, kinds = _first_look(data, catalogue, modname, is_package)
     may_stop = not trig.stops.isdisjoint(words)
     tree = _ast(original)
     if tree is None:
-        return Scan(kinds=kinds, may_stop=may_stop, imports=imports, syntax_ok=False)
+        return Scan(kinds=kinds, may_stop=may_stop, imports=imports, syntax_ok=False), None
     if not (imports or kinds or may_stop):
-        return Scan(kinds=kinds, may_stop=may_stop, imports=imports, top_kinds=(), code_targets=stars)
+        return Scan(kinds=kinds, may_stop=may_stop, imports=imports, top_kinds=(), code_targets=stars), tree
     layout = _Layout(tree, original, words, chains, stars, modname if is_package else modname.rpartition(".")[0], frozenset(imports))
     top_kinds, targets = layout.reach(trig, own_root, bool(kinds))
     code: set[str] = set(stars)
@@ -577,7 +593,7 @@ def scan(data: bytes, catalogue: Catalogue, modname: str, is_package: bool) -> S
         stars=stars,
         defs=defs,
         stops=layout.stops(trig.exits) if may_stop or stars or chains else _EMPTY,
-    )
+    ), tree
 
 
 def _ast(data: bytes) -> Optional[ast.Module]:
@@ -628,9 +644,6 @@ def _names(node: object) -> Iterable[bytes]:
         elif t is ast.Attribute:
             yield sub.attr.encode()
 
-
-def _body_names(fn: ast.AST) -> Iterable[bytes]:
-    return _names(getattr(fn, "body", []))
 
 
 def _top_names(stmts: list) -> Iterable[bytes]:
@@ -1005,7 +1018,15 @@ class _Layout:
     def _names_of(self, name: bytes) -> frozenset:
         hit = self._names.get(name)
         if hit is None:
-            hit = self._names[name] = frozenset(w for fn in self.nodes[name] for w in _body_names(fn))
+            found: set[str] = set()
+            for fn in self.nodes[name]:
+                for sub in _nodes(getattr(fn, "body", [])):
+                    t = type(sub)
+                    if t is ast.Name:
+                        found.add(sub.id)
+                    elif t is ast.Attribute:
+                        found.add(sub.attr)
+            hit = self._names[name] = frozenset(w.encode() for w in found)
         return hit
 
     def _direct_kinds(self, key: Optional[bytes], trig: "_Triggers", own_root: str) -> tuple[str, ...]:
@@ -1274,9 +1295,7 @@ def select(scans: Mapping[str, Scan], modules: Mapping[str, str], judged: Iterab
             importers.setdefault(t, []).append(path)
     judged = set(judged)
     kinds = _effective_kinds(scans, importers)
-    want = (judged - {"init"}) | {"*", "llama", "thread"}  # (the last two: CUD101/CUD102)
-    if "gpu_index" in judged:
-        want |= {"cuda_sink", "nvml_sink"}
+    want = _wanted(judged)
     calls = _Calls(index, scans, modules, kinds, importers, precise)
     # a judged event is reached from the code of its own module, of the modules whose code calls
     # (through any chain of functions) into it, and, when a module's top level reaches it, from
@@ -1302,6 +1321,25 @@ def select(scans: Mapping[str, Scan], modules: Mapping[str, str], judged: Iterab
     if not calls.precise:
         return _select_coarse(scans, kinds, edges, importers, code | top | own_top) | named
     return code | top | own_top | named | calls.dependencies(code, top, own_top, edges)
+
+
+def _wanted(judged: set[str]) -> set[str]:
+    """The kinds that make a file a source of findings."""
+    want = (judged - {"init"}) | {"*", "llama", "thread"}  # (the last two: CUD101/CUD102)
+    if "gpu_index" in judged:
+        want |= {"cuda_sink", "nvml_sink"}
+    return want
+
+
+# the kinds `_effective_kinds` keeps or drops after looking at the whole project
+_PROJECT_WIDE = frozenset({"cuda_sink", "nvml_sink", "cuda_source", "thread"})
+
+
+def surely_selected(kinds: Iterable[str], judged: Iterable[str]) -> bool:
+    """Whether `select` chooses a file with these (its scan's) kinds whatever the other files hold:
+    its own effects are judged. Known during the file's scan, so its summary can be made from the
+    same syntax tree."""
+    return not (set(kinds) - _PROJECT_WIDE).isdisjoint(_wanted(set(judged)))
 
 
 def _select_coarse(scans: Mapping[str, Scan], kinds: Mapping[str, set[str]], edges, importers, relevant: set[str]) -> set[str]:

@@ -14,20 +14,30 @@ from typing import Optional
 from cudalint.ir import Function, ModuleIR, iter_events
 
 
-def module_name(path: PurePath) -> tuple[str, bool]:
-    """Dotted module name from the `__init__.py` files above `path`, and whether it is a package."""
-    from pathlib import Path
+def module_name(path: PurePath, packages: Optional[dict[str, str]] = None) -> tuple[str, bool]:
+    """Dotted module name from the `__init__.py` files above `path`, and whether it is a package.
+    `packages`: what the directories asked before are (one run's, so a file added later counts)."""
+    head, name = os.path.split(os.fspath(path))
+    is_package = name == "__init__.py"
+    package = _package_of(head, {} if packages is None else packages)
+    stem = "" if is_package else (name[:-3] if name.endswith(".py") else os.path.splitext(name)[0])
+    return ".".join(p for p in (package, stem) if p), is_package
 
-    p = Path(path)
-    is_package = p.name == "__init__.py"
-    parts = [] if is_package else [p.stem]
-    parent = p.parent
-    while (parent / "__init__.py").is_file():
-        parts.append(parent.name)
-        if parent.parent == parent:
-            break
-        parent = parent.parent
-    return ".".join(reversed(parts)), is_package
+
+def _package_of(directory: str, known: dict[str, str]) -> str:
+    """The dotted package a directory is ("" none), from the `__init__.py` files above it."""
+    got = known.get(directory)
+    if got is None:
+        parent, name = os.path.split(directory)
+        if not os.path.isfile(os.path.join(directory, "__init__.py")):
+            got = ""
+        elif parent == directory or not name:
+            got = name
+        else:
+            above = _package_of(parent, known)
+            got = f"{above}.{name}" if above else name
+        known[directory] = got
+    return got
 
 
 @dataclass

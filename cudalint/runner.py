@@ -3,7 +3,8 @@
 Two passes over the files, each in worker processes when there are many:
 1. scan every file's bytes (cudalint.prefilter) and hash them (the cache key);
 2. summarize the files the prefilter selects. The scan ran CPython's own parser over every file, so
-   a skipped file with a syntax error still gets its CUD900 (libcst then says where).
+   a skipped file with a syntax error still gets its CUD900. A file whose own effects are judged is
+   summarized in pass 1 already, from the scan's syntax tree (it is always selected).
 
 Workers are started with the spawn method (no state inherited from the parent), receive paths and
 send back plain data (cudalint.serialize), never pickled objects of ours. Results are merged by path,
@@ -15,23 +16,25 @@ import gc
 import hashlib
 import json
 import os
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from multiprocessing import get_context
-from typing import Any, Callable, Iterable, Iterator, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional, Sequence, Union
 
 from cudalint import source
 from cudalint.cache import Cache
 from cudalint.catalogue import Catalogue, load_catalogue
 from cudalint.findings import Finding
 from cudalint.ir import ModuleIR
-from cudalint.prefilter import Scan, scan, select
 from cudalint.project import module_name
 from cudalint.serialize import decode, encode
 
+if TYPE_CHECKING:
+    from cudalint.prefilter import Scan
+
 # below this many files a pool costs more (interpreter start-up, imports) than it saves
 PARALLEL_MIN_FILES = 64
+# ...but a file this big takes longer to scan than a worker takes to start: see _Pool.map_scans
+BIG_FILE_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -77,13 +80,17 @@ def load_files(
     `run_salt` names everything else the run's findings depend on (the configuration); with a cache,
     a run over unchanged files with the same salt returns the earlier findings (`reused`). None:
     the findings depend on more than these files, so nothing is reused."""
+    from cudalint.prefilter import select  # (not needed by a run the cache answers whole)
+
     texts = texts or {}
     uncached = set(uncached)
-    infos = [_info(p, texts.get(p), p not in uncached) for p in paths]
+    packages: dict[str, str] = {}
+    infos = [_info(p, texts.get(p), p not in uncached, packages) for p in paths]
     jobs = default_jobs() if jobs is None else max(1, jobs)
     salt = cache.salt if cache is not None else ""
     info_of = {i.path: i for i in infos}
-    pool = _Pool(jobs if len(infos) >= PARALLEL_MIN_FILES else 1, tuple(extend_catalogue), catalogue)
+    pool = _Pool(jobs if len(infos) >= PARALLEL_MIN_FILES else 1, tuple(extend_catalogue), catalogue, cores=jobs)
+    cache_dir = str(cache.directory) if cache is not None else None
     try:
         # pass 1: keys and scans (from the cache's index when the file's mtime and size are unchanged)
         keys: dict[str, str] = {}
@@ -91,22 +98,28 @@ def load_files(
         problems: dict[str, Finding] = {}
         todo: list[FileInfo] = []
         known: list[FileInfo] = []  # unchanged since the index recorded their keys
+        digests: dict[str, Optional[str]] = {}  # path -> its scan's digest (cudalint.cache.scan_digest)
         for info in infos:
             hint = cache.lookup(info.path) if cache is not None and info.text is None else None
             if hint is not None:
                 keys[info.path] = hint
                 known.append(info)
+                digests[info.path] = cache.digest_of(info.path)  # type: ignore[union-attr]
             else:
                 todo.append(info)
 
+        early: dict[str, Any] = {}  # summaries made in pass 1, from the scan's own syntax tree
+
         def scan_all(todo: list[FileInfo]) -> None:
-            for path, key, raw, stamp in pool.map(_scan_task, [(i, salt) for i in todo]):
+            for path, key, raw, stamp, summary in pool.map_scans([(i, salt) for i in todo], judged=tuple(judged) if prefilter else (), cache_dir=cache_dir):
                 if isinstance(raw, dict):
                     problems[path] = decode(raw)
                 else:
                     keys[path], scans[path] = key, _scan_from(raw)
                     if cache is not None and stamp is not None and info_of[path].text is None:
-                        cache.remember(path, stamp, key, raw)
+                        digests[path] = cache.remember(path, stamp, key, raw)
+                    if summary is not None:
+                        early[path] = summary
 
         scan_all(todo)
         run_key = ""
@@ -121,25 +134,42 @@ def load_files(
             if reused is not None:
                 cache.save_index()
                 return Loaded(modules=[], problems=[], run_key=run_key, reused=reused)
-        if known:  # the run could not be reused: the scans of the unchanged files, from the cache
-            again = []
-            for info in known:
-                raw = cache.scan_of(keys[info.path])  # type: ignore[union-attr]
-                if raw is None:
-                    again.append(info)
-                else:
-                    scans[info.path] = _scan_from(raw)
-            scan_all(again)
-        with _no_gc():
-            chosen = set(scans) if not prefilter else select(scans, {i.path: i.module for i in infos if i.path in scans}, judged)
+        memo = _selection_key(cache, infos, keys, digests, judged) if cache is not None and prefilter else None
+        remembered = cache.get_selection(memo) if memo is not None else None  # type: ignore[union-attr]
+        if remembered is not None:  # the same scans as a run before: its selection, and no scan read
+            chosen, broken = remembered
+            present = set(keys)
+        else:
+            if known:  # the scans of the unchanged files, from the cache
+                again = []
+                for info in known:
+                    raw = cache.scan_of(keys[info.path])  # type: ignore[union-attr]
+                    if raw is None:
+                        again.append(info)
+                    else:
+                        scans[info.path] = _scan_from(raw)
+                scan_all(again)
+            with _no_gc():
+                chosen = set(scans) if not prefilter else select(scans, {i.path: i.module for i in infos if i.path in scans}, judged)
+            broken = {p for p, sc in scans.items() if not sc.syntax_ok}
+            present = set(scans)
+            if memo is not None and set(digests) >= present:
+                cache.put_selection(memo, chosen, broken)  # type: ignore[union-attr]
         # pass 2: summaries of the chosen files, and of the others CPython's parser refused (CUD900)
         results: dict[str, Any] = {}
         work: list[tuple[FileInfo, str, bool, str]] = []
+        summarized = 0
         for info in infos:
-            if info.path not in scans:
+            if info.path not in present:
                 continue
             want = info.path in chosen
-            if not want and scans[info.path].syntax_ok:
+            if not want and info.path not in broken:
+                continue
+            if want and info.path in early:
+                results[info.path] = _deep(lambda: _plain(early[info.path]))
+                summarized += 1
+                if cache is not None and info.cached:
+                    cache.misses += 1  # (made, and cached, while the file was scanned)
                 continue
             # the same entries as cudalint.api.load_module (and so the flake8 plugin) reads and writes
             hit = _deep(lambda: cache.get(keys[info.path])) if cache is not None and want and info.cached else None
@@ -147,11 +177,10 @@ def load_files(
                 results[info.path] = hit
             else:
                 work.append((info, keys[info.path], want, salt))
-        summarized = 0
-        for path, raw in pool.map(_summary_task, work, cache_dir=str(cache.directory) if cache is not None else None):
+        for path, raw in pool.map(_summary_task, work, cache_dir=cache_dir):
             if raw is None:
                 continue
-            results[path] = _deep(lambda: decode(raw))
+            results[path] = _deep(lambda: _plain(raw))
             summarized += path in chosen
     finally:
         pool.close()
@@ -176,8 +205,22 @@ def load_files(
     return Loaded(modules=modules, problems=out_problems, summarized=summarized, skipped=skipped, run_key=run_key)
 
 
-def _info(path: str, text: Optional[str], cached: bool) -> FileInfo:
-    modname, is_package = module_name(os.path.abspath(path))
+def _selection_key(cache: Cache, infos: list[FileInfo], keys: dict[str, str], digests: dict, judged: Iterable[str]) -> Optional[str]:
+    """Names what `select` depends on: every file's path, module name and scan. None: a scan's
+    digest is unknown (a file given as text, an index entry of an older form)."""
+    h = hashlib.sha256(f"{cache.salt}\0{sorted(judged)}".encode())
+    for info in infos:
+        if info.path not in keys:
+            continue  # unreadable: not in the selection either way
+        digest = digests.get(info.path)
+        if digest is None:
+            return None
+        h.update(f"\0{info.path}\0{info.module}\0{info.is_package}\0{digest}".encode())
+    return h.hexdigest()
+
+
+def _info(path: str, text: Optional[str], cached: bool, packages: dict[str, str]) -> FileInfo:
+    modname, is_package = module_name(os.path.abspath(path), packages)
     data = text.encode("utf-8") if text is not None else None
     return FileInfo(path=path, module=modname, is_package=is_package, text=data, cached=cached)
 
@@ -186,7 +229,9 @@ def _read(info: FileInfo) -> Union[bytes, Finding]:
     return info.text if info.text is not None else source.read_bytes(info.path)
 
 
-def _scan_from(raw: Sequence[Any]) -> Scan:
+def _scan_from(raw: Sequence[Any]) -> "Scan":
+    from cudalint.prefilter import Scan
+
     kinds, may_stop, imports, top_kinds, top_targets, code_targets, func_imports, table, names, stars, defs, stops, syntax_ok = raw
     return Scan(
         kinds=tuple(kinds),
@@ -205,7 +250,7 @@ def _scan_from(raw: Sequence[Any]) -> Scan:
     )
 
 
-def _scan_raw(s: Scan) -> list:
+def _scan_raw(s: "Scan") -> list:
     return [
         list(s.kinds), s.may_stop, list(s.imports), list(s.top_kinds), list(s.top_targets), list(s.code_targets), list(s.func_imports),
         list(s.table), dict(s.names), list(s.stars), dict(s.defs), dict(s.stops), s.syntax_ok,
@@ -218,7 +263,11 @@ def _catalogue(ctx: Union[Catalogue, tuple[str, ...]]) -> Catalogue:
     return ctx if isinstance(ctx, Catalogue) else load_catalogue(ctx)
 
 
-def _scan_task(item: tuple[FileInfo, str], extra) -> tuple[str, str, Any, Optional[tuple[int, int]]]:
+def _scan_task(
+    item: tuple[FileInfo, str], extra, judged: tuple[str, ...] = (), cache_dir: Optional[str] = None, local: bool = False
+) -> tuple[str, str, Any, Optional[tuple[int, int]], Any]:
+    """(path, key, scan, stamp, summary). A file `select` will surely choose (its own effects are
+    judged) is summarized right here from the scan's syntax tree: one parse instead of two."""
     info, salt = item
     try:
         st = os.stat(info.path)
@@ -227,29 +276,53 @@ def _scan_task(item: tuple[FileInfo, str], extra) -> tuple[str, str, Any, Option
         stamp = None
     data = _read(info)
     if isinstance(data, Finding):
-        return info.path, "", encode(data), None
+        return info.path, "", encode(data), None, None
+    from cudalint.prefilter import scan_tree, surely_selected
+
     key = Cache.make_key(salt, info.path, info.module, data)
-    return info.path, key, _scan_raw(scan(data, _catalogue(extra), info.module, info.is_package)), stamp
+    catalogue = _catalogue(extra)
+    found, tree = scan_tree(data, catalogue, info.module, info.is_package)
+    summary = None
+    # (the scan parsed the bytes with every line end made `\n`: the summary wants the file's own)
+    if tree is not None and judged and surely_selected(found.kinds, judged) and b"\r" not in data:
+        summary = _summary_of_tree(info, key, salt, data, tree, catalogue, cache_dir, local)
+    return info.path, key, _scan_raw(found), stamp, summary
 
 
-def _summary_task(item: tuple[FileInfo, str, bool, str], extra, cache_dir: Optional[str]) -> tuple[str, Any]:
-    """(path, encoded summary or CUD900 finding); None: a skipped file that libcst parses after all."""
-    info, key, want, salt = item
-    data = _read(info)
-    if isinstance(data, Finding):
-        return info.path, encode(data)
-    result: Union[ModuleIR, Finding, None] = summarize_bytes(info.path, data, info.module, info.is_package, _catalogue(extra))
-    if isinstance(result, ModuleIR) and not want:
-        result = None  # CPython refused it but libcst did not: not our finding, not needed
-    if result is None:
-        return info.path, None
+def _summary_of_tree(info: FileInfo, key: str, salt: str, data: bytes, tree, catalogue: Catalogue, cache_dir: Optional[str], local: bool) -> Any:
+    from cudalint.api import summarize_tree
+
+    src = source.decode(info.path, data)
+    result = src if isinstance(src, Finding) else summarize_tree(info.path, src.text, tree, info.module, info.is_package, catalogue)
+    return _deliver(info, key, salt, result, cache_dir, local)
+
+
+def _deliver(info: FileInfo, key: str, salt: str, result: Union[ModuleIR, Finding], cache_dir: Optional[str], local: bool) -> Any:
+    """Into the cache, and back to the parent: as it is in the same process, as plain data from a worker."""
     if cache_dir is not None and info.cached:
         from pathlib import Path
 
         # the key was made from the bytes read in pass 1; a file changed since is summarized
         # under its old key, which a later run never asks for
         _deep(lambda: Cache(directory=Path(cache_dir), salt=salt).put(key, result))
-    return info.path, _deep(lambda: encode(result))
+    return result if local else _deep(lambda: encode(result))
+
+
+def _plain(value: Any) -> Any:
+    """A summary as `_deliver` sent it: decoded if it came from a worker."""
+    return value if isinstance(value, (ModuleIR, Finding)) else decode(value)
+
+
+def _summary_task(item: tuple[FileInfo, str, bool, str], extra, cache_dir: Optional[str], local: bool = False) -> tuple[str, Any]:
+    """(path, summary or CUD900 finding); None: a skipped file that parses after all (it changed)."""
+    info, key, want, salt = item
+    data = _read(info)
+    if isinstance(data, Finding):
+        return info.path, data if local else encode(data)
+    result = summarize_bytes(info.path, data, info.module, info.is_package, _catalogue(extra))
+    if isinstance(result, ModuleIR) and not want:
+        return info.path, None
+    return info.path, _deliver(info, key, salt, result, cache_dir, local)
 
 
 def _deep(fn: Callable[[], Any]) -> Any:
@@ -291,20 +364,47 @@ def _no_gc() -> Iterator[None]:
 class _Pool:
     """A spawn-context process pool started on first use, or plain calls when `jobs` is 1."""
 
-    def __init__(self, jobs: int, extra: tuple[str, ...], catalogue: Catalogue):
+    def __init__(self, jobs: int, extra: tuple[str, ...], catalogue: Catalogue, cores: int = 1):
         self.jobs = jobs
+        self.cores = cores
         self.extra = extra
         self.catalogue = catalogue
-        self.executor: Optional[ProcessPoolExecutor] = None
+        self.executor: Optional[Any] = None  # a ProcessPoolExecutor
+        self.beside: Optional[Any] = None  # one worker for map_scans's big files
+
+    def map_scans(self, items: list, judged: tuple[str, ...] = (), cache_dir: Optional[str] = None) -> list:
+        """`map(_scan_task, items)`, but when this run is serial and has a spare core, each big file
+        is scanned by a second process while this one parses and summarizes it: on one huge module
+        the scan and the summary are the two halves of the run, and they need not wait for each other."""
+        serial = self.jobs <= 1 or len(items) < PARALLEL_MIN_FILES
+        big = [i for i, item in enumerate(items) if _size(item[0]) >= BIG_FILE_BYTES] if serial and self.cores > 1 else []
+        if not big:
+            return self.map(_scan_task, items, judged=judged, cache_dir=cache_dir)
+        if self.beside is None:
+            self.beside = _executor(1)
+        # (scans only, there: the summary is made here)
+        futures = {i: self.beside.submit(_run_chunk, "_scan_task", [items[i]], self.extra, {"cache_dir": cache_dir}) for i in big}
+        out: list = [None] * len(items)
+        with _no_gc():
+            for i, item in enumerate(items):
+                if i not in futures:
+                    out[i] = _scan_task(item, self.catalogue, judged=judged, cache_dir=cache_dir, local=True)
+            for i, future in futures.items():
+                summary = _summary_beside(items[i], self.catalogue, judged, cache_dir)
+                path, key, raw, stamp, _ = future.result()[0]
+                if summary is not None and summary[0] != key:
+                    summary = None  # the file changed between the two reads: pass 2 summarizes it
+                out[i] = (path, key, raw, stamp, summary[1] if summary is not None else None)
+        return out
 
     def map(self, fn: Callable, items: list, **kwargs: Any) -> list:
         if not items:
             return []
         if self.jobs <= 1 or len(items) < PARALLEL_MIN_FILES:
             with _no_gc():
-                return [fn(item, self.catalogue, **kwargs) for item in items]
+                return [fn(item, self.catalogue, local=True, **kwargs) for item in items]
         if self.executor is None:
-            self.executor = ProcessPoolExecutor(max_workers=self.jobs, mp_context=get_context("spawn"))
+            self.executor = _executor(self.jobs)
         # many small chunks keep both workers busy to the end; order is restored by `map`
         size = max(1, min(64, len(items) // (self.jobs * 8)))
         chunks = [items[i : i + size] for i in range(0, len(items), size)]
@@ -314,5 +414,38 @@ class _Pool:
         return out
 
     def close(self) -> None:
-        if self.executor is not None:
-            self.executor.shutdown()
+        for executor in (self.executor, self.beside):
+            if executor is not None:
+                executor.shutdown()
+
+
+def _executor(workers: int) -> Any:
+    from concurrent.futures import ProcessPoolExecutor  # (a run served by the cache never needs it)
+    from multiprocessing import get_context
+
+    return ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"))
+
+
+def _size(info: FileInfo) -> int:
+    if info.text is not None:
+        return len(info.text)
+    try:
+        return os.stat(info.path).st_size
+    except OSError:
+        return 0
+
+
+def _summary_beside(item: tuple[FileInfo, str], catalogue: Catalogue, judged: tuple[str, ...], cache_dir: Optional[str]) -> Optional[tuple[str, Any]]:
+    """(key, summary) of a file `select` will surely choose, made in this process while another
+    scans it; None when it may not be chosen (or does not parse: pass 2 reports that)."""
+    from cudalint.prefilter import file_kinds, surely_selected
+
+    info, salt = item
+    data = _read(info)
+    if isinstance(data, Finding) or not judged or not surely_selected(file_kinds(data, catalogue, info.module, info.is_package), judged):
+        return None
+    key = Cache.make_key(salt, info.path, info.module, data)
+    result = summarize_bytes(info.path, data, info.module, info.is_package, catalogue)
+    if isinstance(result, Finding):
+        return None
+    return key, _deliver(info, key, salt, result, cache_dir, True)

@@ -1,34 +1,36 @@
 """Summarize one parsed module into IR: its effects in evaluation order, inside structured flow.
 
-One traversal per module. Names are resolved from the module's own imports and assignments (no
-libcst metadata providers); positions are computed afterwards for the nodes that became effects.
+One traversal per module over CPython's `ast` (libcst is the fixer's: a fifth of its parse time and
+no code generation to find positions and text). Names are resolved from the module's own imports
+and assignments; positions and text come from the nodes that become effects.
 """
 from __future__ import annotations
 
+import ast
 import re
 import sys
-from dataclasses import dataclass, field, replace
-from typing import Iterable, Iterator, Optional, Sequence
-
-import libcst as cst
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 from cudalint import labels
-from cudalint.callargs import arg_expr
+from cudalint.callargs import arg_expr, args_of, first_arg, positional
 from cudalint.catalogue import Api, Catalogue
 from cudalint.ir import Block, Branch, ClassInfo, Event, Function, Loop, MainGuard, ModuleIR, Node, Try
-from cudalint.positions import positions
+from cudalint.positions import Lines, Located, span
 from cudalint.thread_events import ThreadEvents
 from cudalint.values import value_info
 
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins"}
 _BUILTINS = {"exit": "builtins.exit", "quit": "builtins.quit"}
 NOQA_RE = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>[A-Z][0-9]+(?:[,\s]+[A-Z][0-9]+)*))?", re.IGNORECASE)
-_TEXT_LIMIT = 72
 
 _UNKNOWN = object()
+_LITERALS = (str, bytes, int, bool, type(None))  # the constants `literal` knows (a float is not a device or a key)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_LEAVES = (ast.Name, ast.Constant)
 
 
-def literal(expr: cst.BaseExpression | None, consts: dict[str, object] | None = None) -> object:
+def literal(expr: Optional[ast.AST], consts: Optional[Mapping[str, object]] = None) -> object:
     """The value of a literal expression, `_UNKNOWN` when it is not one.
 
     f-strings keep their literal parts and turn each placeholder into `*`, so a glob such as
@@ -36,48 +38,34 @@ def literal(expr: cst.BaseExpression | None, consts: dict[str, object] | None = 
     """
     if expr is None:
         return None
-    if isinstance(expr, cst.SimpleString):
-        try:
-            return expr.evaluated_value
-        except Exception:
-            return _UNKNOWN
-    if isinstance(expr, cst.ConcatenatedString):
-        left, right = literal(expr.left, consts), literal(expr.right, consts)
-        if isinstance(left, str) and isinstance(right, str):
-            return left + right
-        return _UNKNOWN
-    if isinstance(expr, cst.FormattedString):
+    kind = type(expr)
+    if kind is ast.Constant:
+        value = expr.value  # type: ignore[attr-defined]
+        return value if type(value) in _LITERALS else _UNKNOWN
+    if kind is ast.JoinedStr:
         out = []
-        for part in expr.parts:
-            if isinstance(part, cst.FormattedStringText):
-                out.append(part.value)
+        for part in expr.values:  # type: ignore[attr-defined]
+            if type(part) is ast.Constant:
+                out.append(str(part.value))
             else:
-                val = literal(part.expression, consts)
+                val = literal(getattr(part, "value", None), consts)
                 out.append(str(val) if isinstance(val, (str, int)) and not isinstance(val, bool) else "*")
         return "".join(out)
-    if isinstance(expr, cst.Integer):
-        try:
-            return int(expr.value, 0)
-        except ValueError:
-            return _UNKNOWN
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
-        val = literal(expr.expression, consts)
+    if kind is ast.UnaryOp and type(expr.op) is ast.USub:  # type: ignore[attr-defined]
+        val = literal(expr.operand, consts)  # type: ignore[attr-defined]
         return -val if isinstance(val, int) and not isinstance(val, bool) else _UNKNOWN
-    if isinstance(expr, cst.Name):
-        if expr.value in ("True", "False", "None"):
-            return {"True": True, "False": False, "None": None}[expr.value]
-        if consts is not None and expr.value in consts:
-            return consts[expr.value]
+    if kind is ast.Name and consts is not None and expr.id in consts:  # type: ignore[attr-defined]
+        return consts[expr.id]  # type: ignore[attr-defined]
     return _UNKNOWN
 
 
-def dotted(expr: cst.BaseExpression) -> Optional[list[str]]:
+def dotted(expr: ast.AST) -> Optional[list[str]]:
     parts: list[str] = []
-    while isinstance(expr, cst.Attribute):
-        parts.append(expr.attr.value)
-        expr = expr.value
-    if isinstance(expr, cst.Name):
-        parts.append(expr.value)
+    while type(expr) is ast.Attribute:
+        parts.append(expr.attr)  # type: ignore[attr-defined]
+        expr = expr.value  # type: ignore[attr-defined]
+    if type(expr) is ast.Name:
+        parts.append(expr.id)  # type: ignore[attr-defined]
         parts.reverse()
         return parts
     return None
@@ -140,16 +128,29 @@ class _Scope:
     def is_env_alias(self, name: str) -> bool:
         return any(name in scope.env_aliases for scope in self.chain())
 
-    def all_consts(self) -> dict[str, object]:
-        out: dict[str, object] = {}
-        for scope in reversed(list(self.chain())):
-            out.update(scope.consts)
-        return out
+    def all_consts(self) -> "_Consts":
+        """The constants visible here, inner scopes first (a view: most expressions name none)."""
+        return _Consts(self)
+
+
+class _Consts:
+    """`name in consts`, `consts[name]` over a scope and the ones around it."""
+
+    __slots__ = ("scope",)
+
+    def __init__(self, scope: _Scope) -> None:
+        self.scope = scope
+
+    def __contains__(self, name: object) -> bool:
+        return any(name in scope.consts for scope in self.scope.chain())
+
+    def __getitem__(self, name: str) -> object:
+        return self.scope.lookup_const(name)
 
 
 class _Summarizer(ThreadEvents):
-    def __init__(self, module: cst.Module, path: str, modname: str, catalogue: Catalogue, is_package: bool):
-        self.module = module
+    def __init__(self, source: str, path: str, modname: str, catalogue: Catalogue, is_package: bool):
+        self.lines = Lines(source)
         self.path = path
         self.modname = modname
         self.package = modname if is_package else modname.rpartition(".")[0]
@@ -159,33 +160,25 @@ class _Summarizer(ThreadEvents):
         self.functions: dict[str, Function] = {}
         self.classes: dict[str, ClassInfo] = {}
         self.attr_types: dict[tuple[str, str], str] = {}  # (class, attribute) -> type
-        self.wanted: list[cst.CSTNode] = []
         self.env_mappings = {a.name for a in catalogue.apis if a.get("env_mapping")}
         self.lib_roots = {r for lib in catalogue.libraries for r in lib.import_roots}
+        self.view = labels.view(catalogue)
         self.init_thread_events()
         self.return_labels: dict[str, set] = {}  # function qualname -> labels of its returned values
 
     # ---------- events -------------------------------------------------------------------
-    def event(self, kind: str, node: cst.CSTNode, data: tuple = (), text: Optional[str] = None) -> Event:
-        self.wanted.append(node)
+    def event(self, kind: str, node: Located, data: tuple = (), text: Optional[str] = None) -> Event:
         if text is None:
-            text = self.text(node)
-        return Event(kind=kind, loc=node, text=text, data=data)  # type: ignore[arg-type]
+            text = self.lines.text(node)
+        return Event(kind=kind, loc=self.lines.loc(node), text=text, data=labels.freeze(data))
 
-    def text(self, node: cst.CSTNode) -> str:
-        try:
-            code = self.module.code_for_node(node)
-        except Exception:
-            return ""
-        code = " ".join(code.split())
-        if len(code) > _TEXT_LIMIT:
-            code = code[: _TEXT_LIMIT - 3] + "..."
-        return code
+    def text(self, node: Optional[Located]) -> str:
+        return self.lines.text(node)
 
     # ---------- names --------------------------------------------------------------------
-    def resolve_relative(self, node: cst.ImportFrom) -> Optional[str]:
-        level = len(node.relative)
-        mod = self.text(node.module).replace(" ", "") if node.module is not None else ""
+    def resolve_relative(self, node: ast.ImportFrom) -> Optional[str]:
+        level = node.level or 0
+        mod = node.module or ""
         if level == 0:
             return mod
         base = self.package.split(".") if self.package else []
@@ -194,17 +187,16 @@ class _Summarizer(ThreadEvents):
         base = base[: len(base) - (level - 1)] if level > 1 else base
         return ".".join([p for p in base + ([mod] if mod else []) if p])
 
-    def qualify(self, expr: cst.BaseExpression, scope: _Scope) -> Optional[str]:
+    def qualify(self, expr: ast.AST, scope: _Scope) -> Optional[str]:
         """The qualified name an expression refers to, through imports, aliases and known types."""
-        if isinstance(expr, cst.Call):
-            base = self.type_of_call(expr, scope)
-            return base
+        if type(expr) is ast.Call:
+            return self.type_of_call(expr, scope)  # type: ignore[arg-type]
         parts = dotted(expr)
         if parts is None:
-            if isinstance(expr, cst.Attribute):
-                base = self.qualify(expr.value, scope) if isinstance(expr.value, cst.Call) else None
+            if type(expr) is ast.Attribute:
+                base = self.qualify(expr.value, scope) if type(expr.value) is ast.Call else None  # type: ignore[attr-defined]
                 if base:
-                    return f"{base}.{expr.attr.value}"
+                    return f"{base}.{expr.attr}"  # type: ignore[attr-defined]
             return None
         head, rest = parts[0], parts[1:]
         if head in ("self", "cls") and scope.cls and len(rest) >= 1:
@@ -230,7 +222,7 @@ class _Summarizer(ThreadEvents):
                 return cand
         return None
 
-    def type_of_call(self, call: cst.Call, scope: _Scope) -> Optional[str]:
+    def type_of_call(self, call: ast.Call, scope: _Scope) -> Optional[str]:
         """What a call returns, when we know: an instance of the class called."""
         q = self.qualify(call.func, scope)
         if q is None:
@@ -246,38 +238,40 @@ class _Summarizer(ThreadEvents):
         return q
 
     # ---------- argument matching ---------------------------------------------------------
-    def arg_value(self, call: cst.Call, slots: Sequence[str], scope: _Scope) -> object:
-        positional = [a for a in call.args if a.keyword is None and not a.star]
+    def arg_value(self, call: ast.Call, slots: Sequence[str], scope: _Scope) -> object:
+        pos: Optional[list] = None
         for slot in slots:
             if slot.isdigit():
+                if pos is None:
+                    pos = positional(call)
                 idx = int(slot)
-                if idx < len(positional):
-                    return self.value_of(positional[idx].value, scope)
+                if idx < len(pos):
+                    return self.value_of(pos[idx], scope)
             else:
-                for a in call.args:
-                    if a.keyword is not None and a.keyword.value == slot:
-                        return self.value_of(a.value, scope)
-        if any(a.star for a in call.args):
+                for k in call.keywords:
+                    if k.arg == slot:
+                        return self.value_of(k.value, scope)
+        if any(type(a) is ast.Starred for a in call.args) or any(k.arg is None for k in call.keywords):
             return _UNKNOWN
         return None
 
-    def value_of(self, expr: cst.BaseExpression, scope: _Scope) -> object:
+    def value_of(self, expr: ast.expr, scope: _Scope) -> object:
         val = literal(expr, scope.all_consts())
         if val is not _UNKNOWN:
             return val
         # a command line given as a list of strings stands for the words joined by spaces
-        if isinstance(expr, (cst.List, cst.Tuple)) and expr.elements:
-            words = [literal(el.value, scope.all_consts()) for el in expr.elements if isinstance(el, cst.Element)]
+        if type(expr) in (ast.List, ast.Tuple) and expr.elts:  # type: ignore[attr-defined]
+            words = [literal(el, scope.all_consts()) for el in expr.elts if type(el) is not ast.Starred]  # type: ignore[attr-defined]
             if words and all(isinstance(w, str) for w in words):
                 return " ".join(words)  # type: ignore[arg-type]
         # torch.device("cuda:1") stands for its string
-        if isinstance(expr, cst.Call) and expr.args:
-            q = self.qualify(expr.func, scope)
-            if q == "torch.device":
-                return literal(expr.args[0].value, scope.all_consts())
+        if type(expr) is ast.Call:
+            first = first_arg(expr)  # type: ignore[arg-type]
+            if first is not None and self.qualify(expr.func, scope) == "torch.device":  # type: ignore[attr-defined]
+                return literal(first, scope.all_consts())
         return _UNKNOWN
 
-    def applies(self, api: Api, call: cst.Call, scope: _Scope) -> bool:
+    def applies(self, api: Api, call: ast.Call, scope: _Scope) -> bool:
         for slots, pattern in api.match:
             if not _fnmatch(self.arg_value(call, slots, scope), pattern):
                 return False
@@ -287,70 +281,72 @@ class _Summarizer(ThreadEvents):
         return True
 
     # ---------- expressions ----------------------------------------------------------------
-    def expr(self, expr: Optional[cst.CSTNode], scope: _Scope, out: list[Node]) -> None:
+    def expr(self, expr: Optional[ast.AST], scope: _Scope, out: list[Node]) -> None:
         if expr is None:
             return
-        if isinstance(expr, cst.Call):
-            self.call(expr, scope, out)
+        kind = type(expr)
+        if kind is ast.Call:
+            self.call(expr, scope, out)  # type: ignore[arg-type]
             return
-        if isinstance(expr, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
-            return  # not executed here
-        if isinstance(expr, cst.Yield):
+        if kind in _LEAVES or kind is ast.Lambda:
+            return  # a lambda's body is not executed here
+        if kind is ast.Yield or kind is ast.YieldFrom:
             if self._yields:
                 self._yields[-1] = True
-            if isinstance(expr.value, cst.From):
-                self.expr(expr.value.item, scope, out)
-                self.stream_iteration(expr.value.item, scope, out)
+            if kind is ast.YieldFrom:
+                self.expr(expr.value, scope, out)  # type: ignore[attr-defined]
+                self.stream_iteration(expr.value, scope, out)  # type: ignore[attr-defined]
                 return
-        if isinstance(expr, cst.BooleanOperation):
-            self.expr(expr.left, scope, out)
-            right: list[Node] = []
-            self.expr(expr.right, scope, right)
-            if right:
-                out.append(Branch(arms=(tuple(right),), exhaustive=False))
+        elif kind is ast.BoolOp:
+            values = expr.values  # type: ignore[attr-defined]
+            self.expr(values[0], scope, out)
+            for value in values[1:]:
+                right: list[Node] = []
+                self.expr(value, scope, right)
+                if right:
+                    out.append(Branch(arms=(tuple(right),), exhaustive=False))
             return
-        if isinstance(expr, cst.IfExp):
-            self.expr(expr.test, scope, out)
+        elif kind is ast.IfExp:
+            self.expr(expr.test, scope, out)  # type: ignore[attr-defined]
             body: list[Node] = []
             orelse: list[Node] = []
-            self.expr(expr.body, scope, body)
-            self.expr(expr.orelse, scope, orelse)
+            self.expr(expr.body, scope, body)  # type: ignore[attr-defined]
+            self.expr(expr.orelse, scope, orelse)  # type: ignore[attr-defined]
             if body or orelse:
                 out.append(Branch(arms=(tuple(body), tuple(orelse)), exhaustive=True))
             return
-        if isinstance(expr, (cst.Name, cst.SimpleString, cst.Integer, cst.Float, cst.Imaginary)):
-            return
-        if isinstance(expr, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+        elif kind in _COMPREHENSIONS:
             # a comprehension's element runs once per item: a loop (threads started in it are several)
             inner: list[Node] = []
             for child in _children(expr):
                 self.expr(child, scope, inner)
             if inner:
-                out.append(Loop(body=tuple(inner), orelse=(), loc=self.loc_node(expr)))
+                out.append(Loop(body=tuple(inner), orelse=(), loc=self.lines.loc(expr)))
             return
         for child in _children(expr):
             self.expr(child, scope, out)
 
-    def call(self, call: cst.Call, scope: _Scope, out: list[Node]) -> None:
+    def call(self, call: ast.Call, scope: _Scope, out: list[Node]) -> None:
         func = call.func
         # the callee expression is evaluated first (x.y(...) evaluates x), then the arguments
-        if isinstance(func, cst.Attribute):
+        if type(func) is ast.Attribute:
             self.expr(func.value, scope, out)
-        elif not isinstance(func, cst.Name):
+        elif type(func) is not ast.Name:
             self.expr(func, scope, out)
-        for arg in call.args:
+        args = args_of(call)
+        for arg in args:
             self.expr(arg.value, scope, out)
         q = self.callee(call, scope)
-        if isinstance(func, cst.Name) and func.value == "setattr" and q is None and len(call.args) >= 3:
-            owner = self.qualify(call.args[0].value, scope)
-            attr = literal(call.args[1].value)
+        if type(func) is ast.Name and func.id == "setattr" and q is None and len(args) >= 3:
+            owner = self.qualify(args[0].value, scope)
+            attr = literal(args[1].value)
             if owner and isinstance(attr, str):
                 self.monkeypatch_event(f"{owner}.{attr}", call, out)
         labels.method_call(self, call, q, scope, out)
         self.call_effects(call, q, scope, out)
         self.llama_call_events(call, scope, out)
 
-    def call_effects(self, call: cst.Call, q: Optional[str], scope: _Scope, out: list[Node]) -> None:
+    def call_effects(self, call: ast.Call, q: Optional[str], scope: _Scope, out: list[Node]) -> None:
         matched = False
         if q is not None and not q.startswith(":"):
             for api in self.cat.calls_named(q):
@@ -360,8 +356,9 @@ class _Summarizer(ThreadEvents):
                     break
             if not matched and self.env_call(call, q, scope, out):
                 return
-        if not matched and isinstance(call.func, cst.Attribute) and self.receiver_is_value(call.func.value, scope):
-            for api in self.cat.methods.get(call.func.attr.value, ()):
+        func = call.func
+        if not matched and type(func) is ast.Attribute and self.receiver_is_value(func.value, scope):
+            for api in self.cat.methods.get(func.attr, ()):
                 if self.applies(api, call, scope):
                     matched = True
                     self.api_effects(api, call, out, scope)
@@ -371,7 +368,7 @@ class _Summarizer(ThreadEvents):
         if q.startswith(":") or self.maybe_project(q):
             out.append(self.event("call", call, (q,)))
 
-    def monkeypatch_event(self, q: Optional[str], node: cst.CSTNode, out: list[Node]) -> None:
+    def monkeypatch_event(self, q: Optional[str], node: ast.AST, out: list[Node]) -> None:
         """`torch.cuda.is_available = ...`: a catalogued CUDA API replaced for the whole process (CUD008)."""
         if q is None or q.startswith(":"):
             return
@@ -380,7 +377,7 @@ class _Summarizer(ThreadEvents):
         if apis:
             out.append(self.event("monkeypatch", node, (q, apis[0].init)))
 
-    def receiver_is_value(self, receiver: cst.BaseExpression, scope: _Scope) -> bool:
+    def receiver_is_value(self, receiver: ast.AST, scope: _Scope) -> bool:
         """`x.cuda()`, `f().to("cuda")`: a method of an object, not a function of an imported module."""
         parts = dotted(receiver)
         if parts is None:
@@ -394,7 +391,7 @@ class _Summarizer(ThreadEvents):
         root = q.split(".", 1)[0]
         return root not in self.lib_roots and root not in _STDLIB
 
-    def api_effects(self, api: Api, call: cst.Call, out: list[Node], scope: Optional[_Scope] = None) -> None:
+    def api_effects(self, api: Api, call: ast.Call, out: list[Node], scope: Optional[_Scope] = None) -> None:
         self.thread_api_effects(api, call, scope or self._scope, out)
         if api.initializes:
             out.append(self.event("init", call, (api.name, api.library, api.init, api.note)))
@@ -402,7 +399,7 @@ class _Summarizer(ThreadEvents):
         if env_write:
             spec = dict(env_write)
             value_expr = arg_expr(call, spec.get("value", "1"))
-            out.append(self.env_event(call, self.arg_literal(call, spec.get("key", "0")), self.text(value_expr) if value_expr is not None else "", value_expr))
+            out.append(self.env_event(call, self.arg_literal(call, spec.get("key", "0")), self.text(value_expr), value_expr))
         device_arg = api.get("device_arg")
         if device_arg:
             value_expr = arg_expr(call, device_arg)
@@ -413,55 +410,57 @@ class _Summarizer(ThreadEvents):
             out.append(self.event("exit", call, (api.name,)))
         labels.api_effects(self, api, call, self._scope, out)
 
-    def arg_literal(self, call: cst.Call, slots: str) -> str:
+    def arg_literal(self, call: ast.Call, slots: str) -> str:
         val = self.arg_value(call, tuple(slots.split("|")), self._scope)
         return val if isinstance(val, str) else ""
 
-    def arg_text(self, call: cst.Call, slots: str) -> str:
-        expr = arg_expr(call, slots)
-        return self.text(expr) if expr is not None else ""
+    def arg_text(self, call: ast.Call, slots: str) -> str:
+        return self.text(arg_expr(call, slots))
 
-    def env_event(self, node: cst.CSTNode, var: str, value: str, value_expr: Optional[cst.BaseExpression] = None) -> Event:
+    def env_event(self, node: Located, var: str, value: str, value_expr: Optional[ast.expr] = None) -> Event:
         # data: (variable, value source text, value type, exact str value, labels); see cudalint.values
         # and cudalint.labels (CUD004 sees NVML indices written to CUDA_VISIBLE_DEVICES)
         vtype, vlit = value_info(value_expr, self._scope, self.imports) if value_expr is not None else ("", "")
         found = labels.for_event(self, value_expr, self._scope) if value_expr is not None else ()
         return self.event("env_write", node, (var, value, vtype, vlit, found))
 
-    def is_env(self, expr: cst.BaseExpression, scope: _Scope) -> bool:
-        if isinstance(expr, cst.Name) and scope.is_env_alias(expr.value):
+    def dict_env_events(self, value: ast.Dict, scope: _Scope, out: list[Node]) -> None:
+        for key, val in zip(value.keys, value.values):
+            if key is not None:  # `**other` inside the dict: nothing known
+                out.append(self.env_event(span(key, val), self.key_of(key, scope), self.text(val), val))
+
+    def is_env(self, expr: ast.AST, scope: _Scope) -> bool:
+        if type(expr) is ast.Name and scope.is_env_alias(expr.id):  # type: ignore[attr-defined]
             return True
         q = self.qualify(expr, scope)
         return q is not None and q in self.env_mappings
 
-    def key_of(self, expr: cst.BaseExpression, scope: _Scope) -> str:
+    def key_of(self, expr: ast.AST, scope: _Scope) -> str:
         val = literal(expr, scope.all_consts())
         return val if isinstance(val, str) else ""
 
-    def env_call(self, call: cst.Call, q: str, scope: _Scope, out: list[Node]) -> bool:
+    def env_call(self, call: ast.Call, q: str, scope: _Scope, out: list[Node]) -> bool:
         """os.environ.update/setdefault/pop/clear: writes to the process environment."""
         func = call.func
-        if not isinstance(func, cst.Attribute) or not self.is_env(func.value, scope):
+        if type(func) is not ast.Attribute or not self.is_env(func.value, scope):
             return False
-        method = func.attr.value
+        method = func.attr
+        args = args_of(call)
         if method == "update":
-            for arg in call.args:
+            for arg in args:
                 if arg.keyword is not None:
-                    out.append(self.env_event(arg, arg.keyword.value, self.text(arg.value), arg.value))
-                elif arg.star == "" and isinstance(arg.value, cst.Dict):
-                    for el in arg.value.elements:
-                        if isinstance(el, cst.DictElement):
-                            out.append(self.env_event(el, self.key_of(el.key, scope), self.text(el.value), el.value))
+                    out.append(self.env_event(arg.node, arg.keyword, self.text(arg.value), arg.value))
+                elif arg.star == "" and type(arg.value) is ast.Dict:
+                    self.dict_env_events(arg.value, scope, out)  # type: ignore[arg-type]
                 else:
                     out.append(self.env_event(call, "", self.text(arg.value)))
             return True
-        if method == "setdefault" and call.args:
-            value = self.text(call.args[1].value) if len(call.args) > 1 else ""
-            value_expr = call.args[1].value if len(call.args) > 1 else None
-            out.append(self.env_event(call, self.key_of(call.args[0].value, scope), value, value_expr))
+        if method == "setdefault" and args:
+            value_expr = args[1].value if len(args) > 1 else None
+            out.append(self.env_event(call, self.key_of(args[0].value, scope), self.text(value_expr), value_expr))
             return True
-        if method in ("pop", "__delitem__", "__setitem__") and call.args:
-            out.append(self.env_event(call, self.key_of(call.args[0].value, scope), ""))
+        if method in ("pop", "__delitem__", "__setitem__") and args:
+            out.append(self.env_event(call, self.key_of(args[0].value, scope), ""))
             return True
         if method == "clear":
             out.append(self.env_event(call, "*", ""))
@@ -469,198 +468,193 @@ class _Summarizer(ThreadEvents):
         return method in ("get", "copy", "items", "keys", "values", "__getitem__", "__contains__")
 
     # ---------- statements -----------------------------------------------------------------
-    def block(self, stmts: Iterable[cst.CSTNode], scope: _Scope) -> Block:
+    def block(self, stmts: Iterable[ast.stmt], scope: _Scope) -> Block:
         out: list[Node] = []
         for stmt in stmts:
             self.stmt(stmt, scope, out)
         return tuple(out)
 
-    def suite(self, body: cst.BaseSuite, scope: _Scope) -> Block:
-        return self.block(body.body, scope)
-
-    def stmt(self, stmt: cst.CSTNode, scope: _Scope, out: list[Node]) -> None:
+    def stmt(self, stmt: ast.stmt, scope: _Scope, out: list[Node]) -> None:
         self._scope = scope
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for small in stmt.body:
-                self.small(small, scope, out)
-        elif isinstance(stmt, cst.SimpleStatementSuite):
-            for small in stmt.body:
-                self.small(small, scope, out)
-        elif isinstance(stmt, cst.If):
-            if scope.qualname == "" and scope.cls is None and _is_main_guard(stmt.test):
-                orelse = self.orelse_block(stmt.orelse, scope)
-                out.append(MainGuard(body=self.suite(stmt.body, scope), orelse=orelse))
-                return
-            self.expr(stmt.test, scope, out)
-            body = self.suite(stmt.body, scope)
-            if stmt.orelse is None:
-                out.append(Branch(arms=(body,), exhaustive=False))
-            else:
-                out.append(Branch(arms=(body, self.orelse_block(stmt.orelse, scope)), exhaustive=True))
-        elif isinstance(stmt, cst.For):
-            self.expr(stmt.iter, scope, out)
-            self.stream_iteration(stmt.iter, scope, out)
-            self.bind(stmt.target, None, scope)
-            labels.on_for(self, stmt.target, stmt.iter, scope)
-            out.append(Loop(body=self.suite(stmt.body, scope), orelse=self.orelse_block(stmt.orelse, scope), loc=self.loc_node(stmt)))
-        elif isinstance(stmt, cst.While):
-            test: list[Node] = []
-            self.expr(stmt.test, scope, test)
-            infinite = literal(stmt.test) is True or (isinstance(stmt.test, cst.Integer) and literal(stmt.test) != 0)
-            out.extend(test)
-            body = tuple(self.suite(stmt.body, scope)) + tuple(test)
-            out.append(Loop(body=body, orelse=self.orelse_block(stmt.orelse, scope), loc=self.loc_node(stmt), infinite=infinite))
-        elif isinstance(stmt, (cst.Try, cst.TryStar)):
-            handlers = tuple(self.suite(h.body, scope) for h in stmt.handlers)
-            out.append(
-                Try(
-                    body=self.suite(stmt.body, scope),
-                    handlers=handlers,
-                    orelse=self.orelse_block(stmt.orelse, scope),
-                    final=self.suite(stmt.finalbody.body, scope) if stmt.finalbody else (),
-                )
-            )
-        elif isinstance(stmt, cst.With):
-            held = []
-            for item in stmt.items:
-                self.expr(item.item, scope, out)
-                if isinstance(item.item, cst.Call):
-                    typ = self.type_of_call(item.item, scope)
-                    if typ and not typ.startswith(":"):
-                        for api in self.cat.calls_named(typ + ".__enter__"):
-                            self.api_effects(api, item.item, out)
-                            break
-                if item.asname is not None:
-                    origin = self.origin(item.item, scope)
-                    self.bind(item.asname.name, item.item, scope)
-                    self.bind_event(item.asname.name, origin, item, scope, out)
-                lock = self.lock_ref(item.item, scope)
-                if lock:
-                    out.append(self.event("lock_enter", item.item, (lock,)))
-                    held.append((lock, item.item))
-            out.extend(self.suite(stmt.body, scope))
-            for lock, node in reversed(held):
-                out.append(self.event("lock_exit", node, (lock,)))
-        elif isinstance(stmt, cst.FunctionDef):
-            self.funcdef(stmt, scope, out)
-        elif isinstance(stmt, cst.ClassDef):
-            self.classdef(stmt, scope, out)
-        elif isinstance(stmt, cst.Match):
-            self.expr(stmt.subject, scope, out)
-            arms = tuple(self.suite(case.body, scope) for case in stmt.cases)
-            exhaustive = any(isinstance(c.pattern, cst.MatchAs) and c.pattern.pattern is None and c.guard is None for c in stmt.cases)
-            out.append(Branch(arms=arms, exhaustive=exhaustive))
+        kind = type(stmt)
+        handler = _STATEMENTS.get(kind)
+        if handler is not None:
+            handler(self, stmt, scope, out)
         else:
             for child in _children(stmt):
                 self.expr(child, scope, out)
 
-    def orelse_block(self, orelse: Optional[cst.CSTNode], scope: _Scope) -> Block:
-        if orelse is None:
-            return ()
-        if isinstance(orelse, cst.If):
-            out: list[Node] = []
-            self.stmt(orelse, scope, out)
-            return tuple(out)
-        return self.suite(orelse.body, scope)  # type: ignore[attr-defined]
-
-    def loc_node(self, node: cst.CSTNode) -> cst.CSTNode:
-        self.wanted.append(node)
-        return node
-
-    def small(self, small: cst.CSTNode, scope: _Scope, out: list[Node]) -> None:
-        if isinstance(small, cst.Expr):
-            self.expr(small.value, scope, out)
-        elif isinstance(small, cst.Assign):
-            self.expr(small.value, scope, out)
-            self.stream_binding(small.value, [t.target for t in small.targets], scope, out)
-            for target in small.targets:
-                self.assign_target(target.target, small.value, small, scope, out)
-        elif isinstance(small, cst.AnnAssign):
-            if small.value is not None:
-                self.expr(small.value, scope, out)
-                self.assign_target(small.target, small.value, small, scope, out)
-        elif isinstance(small, cst.AugAssign):
-            self.expr(small.value, scope, out)
-            if isinstance(small.operator, cst.BitOrAssign) and self.is_env(small.target, scope):
-                if isinstance(small.value, cst.Dict):
-                    for el in small.value.elements:
-                        if isinstance(el, cst.DictElement):
-                            out.append(self.env_event(el, self.key_of(el.key, scope), self.text(el.value), el.value))
-                else:
-                    out.append(self.env_event(small, "", self.text(small.value)))
-            else:
-                self.assign_target(small.target, None, small, scope, out, bind=False)
-        elif isinstance(small, cst.Del):
-            for target in _targets(small.target):
-                if isinstance(target, cst.Subscript) and self.is_env(target.value, scope):
-                    out.append(self.env_event(small, self.subscript_key(target, scope), ""))
-        elif isinstance(small, cst.Return):
-            self.expr(small.value, scope, out)
-            labels.on_return(self, small.value, scope)
-            out.append(self.event("return", small, self.return_data(small.value, scope)))
-        elif isinstance(small, cst.Raise):
-            self.expr(small.exc, scope, out)
-            out.append(self.event("raise", small, ()))
-        elif isinstance(small, cst.Break):
-            out.append(self.event("break", small, ()))
-        elif isinstance(small, cst.Continue):
-            out.append(self.event("continue", small, ()))
-        elif isinstance(small, cst.Import):
-            for alias in small.names:
-                name = self.text(alias.name).replace(" ", "")
-                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                    self.imports[alias.asname.name.value] = name
-                else:
-                    root = name.split(".")[0]
-                    self.imports.setdefault(root, root)
-                self.import_effects(small, [name], out)
-        elif isinstance(small, cst.ImportFrom):
-            base = self.resolve_relative(small)
-            if base is None:
-                return
-            if isinstance(small.names, cst.ImportStar):
-                self.star_imports.append(base)
-                self.import_effects(small, [base], out)
-                return
-            targets = []
-            for alias in small.names:
-                name = self.text(alias.name).replace(" ", "")
-                local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else name
-                qualified = f"{base}.{name}" if base else name
-                self.imports[local] = qualified
-                targets.append(qualified)
-            self.import_effects(small, [base], out, submodules=targets)
-        elif isinstance(small, cst.Assert):
-            self.expr(small.test, scope, out)
-        elif isinstance(small, cst.Global):
-            scope.globals_.update(n.name.value for n in small.names)
-        elif isinstance(small, (cst.Pass, cst.Nonlocal)):
-            pass
+    def if_(self, stmt: ast.If, scope: _Scope, out: list[Node]) -> None:
+        if scope.qualname == "" and scope.cls is None and _is_main_guard(stmt.test):
+            orelse = self.block(stmt.orelse, scope)
+            out.append(MainGuard(body=self.block(stmt.body, scope), orelse=orelse))
+            return
+        self.expr(stmt.test, scope, out)
+        body = self.block(stmt.body, scope)
+        if not stmt.orelse:
+            out.append(Branch(arms=(body,), exhaustive=False))
         else:
-            for child in _children(small):
-                self.expr(child, scope, out)
+            out.append(Branch(arms=(body, self.block(stmt.orelse, scope)), exhaustive=True))
 
-    def subscript_key(self, target: cst.Subscript, scope: _Scope) -> str:
-        if len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index):
-            return self.key_of(target.slice[0].slice.value, scope)
-        return ""
+    def for_(self, stmt: Union[ast.For, ast.AsyncFor], scope: _Scope, out: list[Node]) -> None:
+        self.expr(stmt.iter, scope, out)
+        self.stream_iteration(stmt.iter, scope, out)
+        self.bind(stmt.target, None, scope)
+        labels.on_for(self, stmt.target, stmt.iter, scope)
+        out.append(Loop(body=self.block(stmt.body, scope), orelse=self.block(stmt.orelse, scope), loc=self.lines.loc(stmt)))
+
+    def while_(self, stmt: ast.While, scope: _Scope, out: list[Node]) -> None:
+        test: list[Node] = []
+        self.expr(stmt.test, scope, test)
+        value = literal(stmt.test)
+        infinite = value is True or (type(stmt.test) is ast.Constant and type(value) is int and value != 0)
+        out.extend(test)
+        body = tuple(self.block(stmt.body, scope)) + tuple(test)
+        out.append(Loop(body=body, orelse=self.block(stmt.orelse, scope), loc=self.lines.loc(stmt), infinite=infinite))
+
+    def try_(self, stmt: ast.Try, scope: _Scope, out: list[Node]) -> None:
+        handlers = tuple(self.block(h.body, scope) for h in stmt.handlers)
+        out.append(
+            Try(
+                body=self.block(stmt.body, scope),
+                handlers=handlers,
+                orelse=self.block(stmt.orelse, scope),
+                final=self.block(stmt.finalbody, scope),
+            )
+        )
+
+    def with_(self, stmt: Union[ast.With, ast.AsyncWith], scope: _Scope, out: list[Node]) -> None:
+        held = []
+        for item in stmt.items:
+            ctx = item.context_expr
+            self.expr(ctx, scope, out)
+            if type(ctx) is ast.Call:
+                typ = self.type_of_call(ctx, scope)
+                if typ and not typ.startswith(":"):
+                    for api in self.cat.calls_named(typ + ".__enter__"):
+                        self.api_effects(api, ctx, out)
+                        break
+            if item.optional_vars is not None:
+                origin = self.origin(ctx, scope)
+                self.bind(item.optional_vars, ctx, scope)
+                self.bind_event(item.optional_vars, origin, span(ctx, item.optional_vars), scope, out)
+            lock = self.lock_ref(ctx, scope)
+            if lock:
+                out.append(self.event("lock_enter", ctx, (lock,)))
+                held.append((lock, ctx))
+        out.extend(self.block(stmt.body, scope))
+        for lock, node in reversed(held):
+            out.append(self.event("lock_exit", node, (lock,)))
+
+    def match_(self, stmt: ast.AST, scope: _Scope, out: list[Node]) -> None:
+        self.expr(stmt.subject, scope, out)  # type: ignore[attr-defined]
+        cases = stmt.cases  # type: ignore[attr-defined]
+        arms = tuple(self.block(case.body, scope) for case in cases)
+        exhaustive = any(type(c.pattern) is ast.MatchAs and c.pattern.pattern is None and c.guard is None for c in cases)
+        out.append(Branch(arms=arms, exhaustive=exhaustive))
+
+    def expr_stmt(self, stmt: ast.Expr, scope: _Scope, out: list[Node]) -> None:
+        self.expr(stmt.value, scope, out)
+
+    def assign(self, stmt: ast.Assign, scope: _Scope, out: list[Node]) -> None:
+        self.expr(stmt.value, scope, out)
+        self.stream_binding(stmt.value, stmt.targets, scope, out)
+        for target in stmt.targets:
+            self.assign_target(target, stmt.value, stmt, scope, out)
+
+    def ann_assign(self, stmt: ast.AnnAssign, scope: _Scope, out: list[Node]) -> None:
+        if stmt.value is not None:
+            self.expr(stmt.value, scope, out)
+            self.assign_target(stmt.target, stmt.value, stmt, scope, out)
+
+    def aug_assign(self, stmt: ast.AugAssign, scope: _Scope, out: list[Node]) -> None:
+        self.expr(stmt.value, scope, out)
+        if type(stmt.op) is ast.BitOr and self.is_env(stmt.target, scope):
+            if type(stmt.value) is ast.Dict:
+                self.dict_env_events(stmt.value, scope, out)
+            else:
+                out.append(self.env_event(stmt, "", self.text(stmt.value)))
+        else:
+            self.assign_target(stmt.target, None, stmt, scope, out, bind=False)
+
+    def delete(self, stmt: ast.Delete, scope: _Scope, out: list[Node]) -> None:
+        for written in stmt.targets:
+            for target in _targets(written):
+                if type(target) is ast.Subscript and self.is_env(target.value, scope):
+                    out.append(self.env_event(stmt, self.subscript_key(target, scope), ""))
+
+    def return_(self, stmt: ast.Return, scope: _Scope, out: list[Node]) -> None:
+        self.expr(stmt.value, scope, out)
+        labels.on_return(self, stmt.value, scope)
+        out.append(self.event("return", stmt, self.return_data(stmt.value, scope)))
+
+    def raise_(self, stmt: ast.Raise, scope: _Scope, out: list[Node]) -> None:
+        self.expr(stmt.exc, scope, out)
+        out.append(self.event("raise", stmt, ()))
+
+    def break_(self, stmt: ast.Break, scope: _Scope, out: list[Node]) -> None:
+        out.append(self.event("break", stmt, ()))
+
+    def continue_(self, stmt: ast.Continue, scope: _Scope, out: list[Node]) -> None:
+        out.append(self.event("continue", stmt, ()))
+
+    def import_(self, stmt: ast.Import, scope: _Scope, out: list[Node]) -> None:
+        for alias in stmt.names:
+            name = alias.name
+            if alias.asname is not None:
+                self.imports[alias.asname] = name
+            else:
+                root = name.split(".")[0]
+                self.imports.setdefault(root, root)
+            self.import_effects(stmt, [name], out)
+
+    def import_from(self, stmt: ast.ImportFrom, scope: _Scope, out: list[Node]) -> None:
+        base = self.resolve_relative(stmt)
+        if base is None:
+            return
+        if stmt.names[0].name == "*":
+            self.star_imports.append(base)
+            self.import_effects(stmt, [base], out)
+            return
+        targets = []
+        for alias in stmt.names:
+            name = alias.name
+            qualified = f"{base}.{name}" if base else name
+            self.imports[alias.asname or name] = qualified
+            targets.append(qualified)
+        self.import_effects(stmt, [base], out, submodules=targets)
+
+    def assert_(self, stmt: ast.Assert, scope: _Scope, out: list[Node]) -> None:
+        self.expr(stmt.test, scope, out)
+
+    def global_(self, stmt: ast.Global, scope: _Scope, out: list[Node]) -> None:
+        scope.globals_.update(stmt.names)
+
+    def nothing(self, stmt: ast.stmt, scope: _Scope, out: list[Node]) -> None:
+        pass
+
+    def subscript_key(self, target: ast.Subscript, scope: _Scope) -> str:
+        if type(target.slice) in (ast.Tuple, ast.Slice):
+            return ""
+        return self.key_of(target.slice, scope)
 
     def assign_target(
         self,
-        target: cst.BaseExpression,
-        value: Optional[cst.BaseExpression],
-        stmt: cst.CSTNode,
+        target: ast.expr,
+        value: Optional[ast.expr],
+        stmt: ast.stmt,
         scope: _Scope,
         out: list[Node],
         bind: bool = True,
     ) -> None:
-        if isinstance(target, cst.Subscript):
-            self.expr(target.value, scope, out)
-            if self.is_env(target.value, scope):
-                out.append(self.env_event(stmt, self.subscript_key(target, scope), self.text(value) if value is not None else "", value))
+        kind = type(target)
+        if kind is ast.Subscript:
+            self.expr(target.value, scope, out)  # type: ignore[attr-defined]
+            if self.is_env(target.value, scope):  # type: ignore[attr-defined]
+                out.append(self.env_event(stmt, self.subscript_key(target, scope), self.text(value), value))  # type: ignore[arg-type]
             return
-        if isinstance(target, cst.Attribute):
-            self.expr(target.value, scope, out)
+        if kind is ast.Attribute:
+            self.expr(target.value, scope, out)  # type: ignore[attr-defined]
             self.monkeypatch_event(self.qualify(target, scope), stmt, out)
             parts = dotted(target)
             if bind and value is not None:
@@ -671,29 +665,30 @@ class _Summarizer(ThreadEvents):
                     self.attr_types.setdefault((scope.cls, parts[1]), typ)
             return
         if bind:
-            origin = self.origin(value, scope) if value is not None and isinstance(target, cst.Name) else None
+            origin = self.origin(value, scope) if value is not None and kind is ast.Name else None
             self.bind(target, value, scope)
             self.bind_event(target, origin, stmt, scope, out)
 
-    def type_of_value(self, value: cst.BaseExpression, scope: _Scope) -> Optional[str]:
-        if isinstance(value, cst.Call):
-            return self.type_of_call(value, scope)
-        if isinstance(value, cst.Await):
-            return self.type_of_value(value.expression, scope)
+    def type_of_value(self, value: ast.expr, scope: _Scope) -> Optional[str]:
+        if type(value) is ast.Call:
+            return self.type_of_call(value, scope)  # type: ignore[arg-type]
+        if type(value) is ast.Await:
+            return self.type_of_value(value.value, scope)  # type: ignore[attr-defined]
         return None
 
-    def bind(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression], scope: _Scope) -> None:
+    def bind(self, target: ast.expr, value: Optional[ast.expr], scope: _Scope) -> None:
         self._bind(target, value, scope)
         labels.on_bind(self, target, value, scope)
 
-    def _bind(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression], scope: _Scope) -> None:
-        if isinstance(target, (cst.Tuple, cst.List)):
-            for el in target.elements:
-                self.bind(el.value, None, scope)
+    def _bind(self, target: ast.expr, value: Optional[ast.expr], scope: _Scope) -> None:
+        kind = type(target)
+        if kind is ast.Tuple or kind is ast.List:
+            for el in target.elts:  # type: ignore[attr-defined]
+                self.bind(el.value if type(el) is ast.Starred else el, None, scope)
             return
-        if not isinstance(target, cst.Name):
+        if kind is not ast.Name:
             return
-        name = target.value
+        name = target.id  # type: ignore[attr-defined]
         scope.bound.add(name)
         scope.types.pop(name, None)
         scope.env_aliases.discard(name)
@@ -710,12 +705,12 @@ class _Summarizer(ThreadEvents):
         typ = self.type_of_value(value, scope)
         if typ:
             scope.types[name] = typ
-        elif isinstance(value, (cst.Name, cst.Attribute)):
+        elif type(value) in (ast.Name, ast.Attribute):
             q = self.qualify(value, scope)
             if q and q in self.env_mappings:
                 scope.env_aliases.add(name)
 
-    def import_effects(self, node: cst.CSTNode, modules: list[str], out: list[Node], submodules: Sequence[str] = ()) -> None:
+    def import_effects(self, node: ast.stmt, modules: list[str], out: list[Node], submodules: Sequence[str] = ()) -> None:
         names: list[str] = []
         for mod in modules:
             parts = mod.split(".")
@@ -734,13 +729,15 @@ class _Summarizer(ThreadEvents):
         if project:
             out.append(self.event("import", node, project))
 
-    def funcdef(self, node: cst.FunctionDef, scope: _Scope, out: list[Node]) -> None:
-        for dec in node.decorators:
-            self.expr(dec.decorator, scope, out)
-        for param in _params(node.params):
-            if param.default is not None:
-                self.expr(param.default, scope, out)
-        name = node.name.value
+    def funcdef(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef], scope: _Scope, out: list[Node]) -> None:
+        for dec in node.decorator_list:
+            self.expr(dec, scope, out)
+        args = node.args
+        for default in args.defaults:
+            self.expr(default, scope, out)
+        for default in args.kw_defaults:
+            self.expr(default, scope, out)
+        name = node.name
         if scope.cls is not None and scope.qualname == scope.cls:
             qualname = f"{scope.cls}.{name}"
             cls = scope.cls
@@ -753,90 +750,118 @@ class _Summarizer(ThreadEvents):
             inner = _Scope(qualname=qualname, cls=cls, parent=scope.parent)
         else:
             inner = _Scope(qualname=qualname, cls=scope.cls, parent=scope)
-        params = tuple(p.name.value for p in _params(node.params))
+        named = args.posonlyargs + args.args + args.kwonlyargs
+        params = tuple(p.arg for p in named)
         inner.bound.update(params)
-        labels.on_params(self, _params(node.params), inner)
+        labels.on_params(self, named, inner)
         binds = self.param_binds(node, qualname, scope)
         self._yields.append(False)
-        body = tuple(binds) + self.suite(node.body, inner)
+        body = tuple(binds) + self.block(node.body, inner)
         is_generator = self._yields.pop()
         self._scope = scope
         self.functions[qualname] = Function(
             qualname=qualname,
-            loc=self.loc_node(node.name),
+            loc=self.lines.loc(self.lines.def_name(node)),
             body=body,
-            is_async=node.asynchronous is not None,
+            is_async=type(node) is ast.AsyncFunctionDef,
             decorators=self.decorator_names(node, scope),
             params=params,
             is_generator=is_generator,
-            returns=tuple(self.return_labels.get(qualname, ())),
+            returns=labels.freeze(tuple(self.return_labels.get(qualname, ()))),
         )
 
-    def classdef(self, node: cst.ClassDef, scope: _Scope, out: list[Node]) -> None:
-        for dec in node.decorators:
-            self.expr(dec.decorator, scope, out)
+    def classdef(self, node: ast.ClassDef, scope: _Scope, out: list[Node]) -> None:
+        for dec in node.decorator_list:
+            self.expr(dec, scope, out)
         bases = []
         for base in node.bases:
-            self.expr(base.value, scope, out)
-            q = self.qualify(base.value, scope)
+            self.expr(base, scope, out)
+            q = self.qualify(base, scope)
             if q:
                 bases.append(q)
-        name = node.name.value
+        name = node.name
         if scope.qualname == "":
             scope.defs[name] = name
             self.classes[name] = ClassInfo(name=name, bases=tuple(bases))
             inner = _Scope(qualname=name, cls=name, parent=scope)
-            out.extend(self.suite(node.body, inner))
+            out.extend(self.block(node.body, inner))
         else:
             # nested classes: their bodies still run here; methods are not tracked by name
             inner = _Scope(qualname=f"{scope.qualname}.{name}", parent=scope)
-            out.extend(self.suite(node.body, inner))
+            out.extend(self.block(node.body, inner))
         self._scope = scope
 
 
-_FIELDS: dict[type, tuple[str, ...]] = {}
+_STATEMENTS = {
+    ast.Expr: _Summarizer.expr_stmt,
+    ast.Assign: _Summarizer.assign,
+    ast.AnnAssign: _Summarizer.ann_assign,
+    ast.AugAssign: _Summarizer.aug_assign,
+    ast.Delete: _Summarizer.delete,
+    ast.Return: _Summarizer.return_,
+    ast.Raise: _Summarizer.raise_,
+    ast.Break: _Summarizer.break_,
+    ast.Continue: _Summarizer.continue_,
+    ast.Import: _Summarizer.import_,
+    ast.ImportFrom: _Summarizer.import_from,
+    ast.Assert: _Summarizer.assert_,
+    ast.Global: _Summarizer.global_,
+    ast.Nonlocal: _Summarizer.nothing,
+    ast.Pass: _Summarizer.nothing,
+    ast.If: _Summarizer.if_,
+    ast.For: _Summarizer.for_,
+    ast.AsyncFor: _Summarizer.for_,
+    ast.While: _Summarizer.while_,
+    ast.Try: _Summarizer.try_,
+    ast.With: _Summarizer.with_,
+    ast.AsyncWith: _Summarizer.with_,
+    ast.FunctionDef: _Summarizer.funcdef,
+    ast.AsyncFunctionDef: _Summarizer.funcdef,
+    ast.ClassDef: _Summarizer.classdef,
+    ast.Match: _Summarizer.match_,
+}
+if sys.version_info >= (3, 11):
+    _STATEMENTS[ast.TryStar] = _Summarizer.try_
+
+# the fields of each node type that may hold expressions, in source order ("ctx" and operators never do)
+_SKIP = {"ctx", "op", "ops"}
+_FIELDS: dict[type, tuple[str, ...]] = {
+    cls: () if cls is ast.Constant else tuple(f for f in cls._fields if f not in _SKIP)
+    for cls in (getattr(ast, n) for n in dir(ast))
+    if isinstance(cls, type) and issubclass(cls, ast.AST)
+}
 
 
-def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """A node's child nodes in source order, like `node.children` at a fraction of its cost.
-
-    libcst computes `children` by running a visitor over the node (a third of the summarizer's
-    time on torch's sources); the dataclass fields hold the same nodes in the same order.
-    """
-    names = _FIELDS.get(type(node))
-    if names is None:
-        import dataclasses
-
-        names = _FIELDS[type(node)] = tuple(f.name for f in dataclasses.fields(node))
-    out: list[cst.CSTNode] = []
-    for name in names:
-        value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
+def _children(node: ast.AST) -> list[ast.AST]:
+    """A node's child nodes in source order (a dict's keys and values interleaved, as written)."""
+    if type(node) is ast.Dict:
+        out: list[ast.AST] = []
+        for key, value in zip(node.keys, node.values):  # type: ignore[attr-defined]
+            if key is not None:
+                out.append(key)
             out.append(value)
-        elif isinstance(value, (list, tuple)):
-            out.extend(v for v in value if isinstance(v, cst.CSTNode))
+        return out
+    out = []
+    for name in _FIELDS.get(type(node), ()):
+        value = getattr(node, name, None)
+        if type(value) is list:
+            out.extend(v for v in value if isinstance(v, ast.AST))
+        elif isinstance(value, ast.AST):
+            out.append(value)
     return out
 
 
-def _params(params: cst.Parameters) -> list[cst.Param]:
-    out = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
-    return out
-
-
-def _targets(target: cst.BaseExpression) -> list[cst.BaseExpression]:
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [el.value for el in target.elements]
+def _targets(target: ast.expr) -> list[ast.expr]:
+    if type(target) in (ast.Tuple, ast.List):
+        return [el.value if type(el) is ast.Starred else el for el in target.elts]  # type: ignore[attr-defined]
     return [target]
 
 
-def _is_main_guard(test: cst.BaseExpression) -> bool:
-    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+def _is_main_guard(test: ast.expr) -> bool:
+    if type(test) is not ast.Compare or len(test.ops) != 1 or type(test.ops[0]) is not ast.Eq:
         return False
-    comp = test.comparisons[0]
-    if not isinstance(comp.operator, cst.Equal):
-        return False
-    sides = [test.left, comp.comparator]
-    names = [s for s in sides if isinstance(s, cst.Name) and s.value == "__name__"]
+    sides = [test.left, test.comparators[0]]
+    names = [s for s in sides if type(s) is ast.Name and s.id == "__name__"]
     strings = [s for s in sides if literal(s) == "__main__"]
     return len(names) == 1 and len(strings) == 1
 
@@ -856,49 +881,16 @@ def noqa_lines(source: str) -> tuple[tuple[int, tuple[str, ...]], ...]:
     return tuple(out)
 
 
-def _finalize(node: Node, pos: dict[int, tuple[int, int, int, int]]) -> Node:
-    if isinstance(node, Event):
-        return replace(node, loc=pos.get(id(node.loc), (0, 0, 0, 0)), data=labels.freeze(node.data, pos))
-    if isinstance(node, Branch):
-        return Branch(arms=tuple(_finalize_block(a, pos) for a in node.arms), exhaustive=node.exhaustive)
-    if isinstance(node, Loop):
-        return Loop(body=_finalize_block(node.body, pos), orelse=_finalize_block(node.orelse, pos), loc=pos.get(id(node.loc), (0, 0, 0, 0)), infinite=node.infinite)
-    if isinstance(node, Try):
-        return Try(
-            body=_finalize_block(node.body, pos),
-            handlers=tuple(_finalize_block(h, pos) for h in node.handlers),
-            orelse=_finalize_block(node.orelse, pos),
-            final=_finalize_block(node.final, pos),
-        )
-    if isinstance(node, MainGuard):
-        return MainGuard(body=_finalize_block(node.body, pos), orelse=_finalize_block(node.orelse, pos))
-    return node
-
-
-def _finalize_block(block: Block, pos: dict[int, tuple[int, int, int, int]]) -> Block:
-    return tuple(_finalize(n, pos) for n in block)
-
-
-def summarize(module: cst.Module, source: str, path: str, modname: str, catalogue: Catalogue, is_package: bool = False) -> ModuleIR:
-    s = _Summarizer(module, path, modname, catalogue, is_package)
+def summarize(tree: ast.Module, source: str, path: str, modname: str, catalogue: Catalogue, is_package: bool = False) -> ModuleIR:
+    s = _Summarizer(source, path, modname, catalogue, is_package)
     top_scope = _Scope(qualname="")
     s._scope = top_scope
-    top = s.block(module.body, top_scope)
-    pos = positions(module, s.wanted)
-    functions = {
-        name: replace(
-            f,
-            loc=pos.get(id(f.loc), (0, 0, 0, 0)),
-            body=_finalize_block(f.body, pos),
-            returns=labels.freeze(f.returns, pos),
-        )
-        for name, f in s.functions.items()
-    }
+    top = s.block(tree.body, top_scope)
     return ModuleIR(
         path=path,
         module=modname,
-        top=_finalize_block(top, pos),
-        functions=functions,
+        top=top,
+        functions=dict(s.functions),
         classes=dict(s.classes),
         noqa=noqa_lines(source),
     )

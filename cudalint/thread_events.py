@@ -10,12 +10,13 @@ import builtins
 from dataclasses import replace
 from typing import TYPE_CHECKING, Optional
 
-import libcst as cst
+import ast
 
-from cudalint.callargs import arg_expr
+from cudalint.callargs import arg_expr, args_of, first_arg, positional
 
 from cudalint.catalogue import Api
 from cudalint.ir import Function, Node
+from cudalint.positions import Located, Span, span
 
 if TYPE_CHECKING:  # pragma: no cover
     from cudalint.summarize import _Scope
@@ -45,11 +46,12 @@ class ThreadEvents:
         self._yields: list[bool] = []
 
     # ---------- where an object lives ----------------------------------------------------------
-    def ref(self, expr: cst.BaseExpression, scope: "_Scope") -> Optional[str]:
-        if isinstance(expr, cst.Await):
-            return self.ref(expr.expression, scope)
-        if isinstance(expr, cst.Name):
-            name = expr.value
+    def ref(self, expr: ast.AST, scope: "_Scope") -> Optional[str]:
+        kind = type(expr)
+        if kind is ast.Await:
+            return self.ref(expr.value, scope)  # type: ignore[attr-defined]
+        if kind is ast.Name:
+            name = expr.id  # type: ignore[attr-defined]
             s = scope
             while s is not None:
                 if name in s.globals_:
@@ -62,7 +64,7 @@ class ThreadEvents:
             if scope.lookup_def(name) is not None or name in _BUILTIN_NAMES:
                 return None
             return f"v::{name}"  # a free name is a module global, possibly assigned further down
-        if isinstance(expr, cst.Attribute):
+        if kind is ast.Attribute:
             parts = _dotted(expr)
             if parts is None or len(parts) < 2:
                 return None
@@ -75,8 +77,8 @@ class ThreadEvents:
             if head in self.imports and not self._bound(head, scope):
                 return "m:" + ".".join([self.imports[head]] + rest)
             return None
-        if isinstance(expr, cst.Call):
-            q = self.qualify(expr.func, scope)
+        if kind is ast.Call:
+            q = self.qualify(expr.func, scope)  # type: ignore[attr-defined]
             if q and (q.startswith(":") or self.maybe_project(q)):
                 return "c:" + q
         return None
@@ -89,10 +91,11 @@ class ThreadEvents:
             s = s.parent
         return False
 
-    def origin(self, value: cst.BaseExpression, scope: "_Scope") -> Optional[str]:
-        if isinstance(value, cst.Await):
-            return self.origin(value.expression, scope)
-        if isinstance(value, cst.Call):
+    def origin(self, value: ast.AST, scope: "_Scope") -> Optional[str]:
+        kind = type(value)
+        if kind is ast.Await:
+            return self.origin(value.value, scope)  # type: ignore[attr-defined]
+        if kind is ast.Call:
             q = self.callee(value, scope)
             if q and not q.startswith(":"):
                 for api in self.cat.calls_named(q):
@@ -110,123 +113,126 @@ class ThreadEvents:
             if r is None and q and scope.qualname == "" and not q.startswith(":") and self.cat.library_of(q):
                 return f"t:{q}"  # a module global made by a library (`app = Flask(...)`), for importers
             return r
-        if isinstance(value, (cst.Name, cst.Attribute)):
+        if kind is ast.Name or kind is ast.Attribute:
             r = self.ref(value, scope)
             return "ref:" + r if r else None
         return None
 
-    def _lock_serializes(self, api: Api, call: cst.Call, scope: "_Scope") -> int:
+    def _lock_serializes(self, api: Api, call: ast.Call, scope: "_Scope") -> int:
         slots = api.get("lock_count")
         if not slots:
             return 1
         expr = arg_expr(call, slots)
         return 1 if expr is None or _literal(expr) == 1 else 0
 
-    def callee(self, call: cst.Call, scope: "_Scope") -> Optional[str]:
+    def callee(self, call: ast.Call, scope: "_Scope") -> Optional[str]:
         """The qualified name a call runs; calling an instance (`llm(...)`) runs `Type.__call__`."""
         q = self.qualify(call.func, scope)
         func = call.func
-        if q and isinstance(func, cst.Name) and scope.lookup_type(func.value) is not None and scope.lookup_def(func.value) is None:
+        if q and type(func) is ast.Name and scope.lookup_type(func.id) is not None and scope.lookup_def(func.id) is None:
             return q + ".__call__"
         return q
 
     # ---------- calls that may use a llama context -----------------------------------------------
-    def llama_receiver(self, call: cst.Call, scope: "_Scope") -> Optional[tuple[str, str]]:
+    def llama_receiver(self, call: ast.Call, scope: "_Scope") -> Optional[tuple[str, str]]:
         """(method, receiver ref) when the call may be a context-touching call on an object."""
         func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value in self.touch_names:
-            r = self.ref(func.value, scope)
-            return (func.attr.value, r) if r else None
-        if isinstance(func, cst.Name):
-            if func.value in self.imports or scope.lookup_def(func.value) is not None:
+        kind = type(func)
+        if kind is ast.Attribute and func.attr in self.touch_names:  # type: ignore[attr-defined]
+            r = self.ref(func.value, scope)  # type: ignore[attr-defined]
+            return (func.attr, r) if r else None  # type: ignore[attr-defined]
+        if kind is ast.Name:
+            if func.id in self.imports or scope.lookup_def(func.id) is not None:  # type: ignore[attr-defined]
                 return None  # a function; calls of imported objects are `call` events
             r = self.ref(func, scope)
             return ("__call__", r) if r else None
-        if isinstance(func, cst.Attribute):
+        if kind is ast.Attribute:
             parts = _dotted(func)
             if parts and len(parts) == 2 and (parts[0] in ("self", "cls") or (scope.lookup_type(parts[0]) or "").startswith(":")):
                 r = self.ref(func, scope)
                 return ("__call__", r) if r else None
         return None
 
-    def _stream_flag(self, call: cst.Call, method: str) -> str:
+    def _stream_flag(self, call: ast.Call, method: str) -> str:
         if method in self.always_streams:
             return "1"
-        for a in call.args:
-            if a.keyword is not None and a.keyword.value == "stream":
+        for a in call.keywords:
+            if a.arg == "stream":
                 val = _literal(a.value)
                 return "1" if val is True else ("" if val in (False, None) else "?")
         return ""
 
-    def llama_call_events(self, call: cst.Call, scope: "_Scope", out: list[Node]) -> None:
+    def llama_call_events(self, call: ast.Call, scope: "_Scope", out: list[Node]) -> None:
         func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value in ("acquire", "release"):
+        if type(func) is ast.Attribute and func.attr in ("acquire", "release"):
             r = self.ref(func.value, scope)
             if r:
-                kind = "lock_enter" if func.attr.value == "acquire" else "lock_exit"
+                kind = "lock_enter" if func.attr == "acquire" else "lock_exit"
                 out.append(self.event(kind, call, (r,)))
             return
         use = self.llama_receiver(call, scope)
         if use is not None:
             out.append(self.event("llama_use", call, (use[0], use[1], self._stream_flag(call, use[0]))))
 
-    def mark_stream(self, out: list[Node], node: cst.CSTNode, flag: str) -> None:
+    def mark_stream(self, out: list[Node], node: ast.AST, flag: str) -> None:
+        loc = self.lines.loc(node)
         for i in range(len(out) - 1, -1, -1):
             ev = out[i]
-            if getattr(ev, "kind", None) == "llama_use" and ev.loc is node and ev.data[2] == "1":
+            if getattr(ev, "kind", None) == "llama_use" and ev.loc == loc and ev.data[2] == "1":
                 out[i] = replace(ev, data=(ev.data[0], ev.data[1], flag))
                 return
 
-    def stream_binding(self, value: cst.BaseExpression, targets: list, scope: "_Scope", out: list[Node]) -> None:
+    def stream_binding(self, value: ast.expr, targets: list, scope: "_Scope", out: list[Node]) -> None:
         """`s = llm(p, stream=True)`: the context is used where `s` is iterated, not here."""
-        if not isinstance(value, cst.Call) or len(targets) != 1 or not isinstance(targets[0], cst.Name):
+        if type(value) is not ast.Call or len(targets) != 1 or type(targets[0]) is not ast.Name:
             return
         use = self.llama_receiver(value, scope)
         if use is None or self._stream_flag(value, use[0]) != "1":
             return
-        name = targets[0].value
+        name = targets[0].id
         self.mark_stream(out, value, f"bound:{name}")
         scope.streams[name] = use[1]
 
-    def stream_iteration(self, it: cst.BaseExpression, scope: "_Scope", out: list[Node]) -> None:
+    def stream_iteration(self, it: ast.expr, scope: "_Scope", out: list[Node]) -> None:
         """`for x in <stream>` / `yield from <stream>`: the iteration uses the context."""
-        if isinstance(it, cst.Call):
+        if type(it) is ast.Call:
             self.mark_stream(out, it, "iter")
-        elif isinstance(it, cst.Name):
+        elif type(it) is ast.Name:
+            name = it.id  # type: ignore[attr-defined]
             s = scope
             while s is not None:
-                if it.value in s.streams:
-                    out.append(self.event("llama_iter", it, (s.streams[it.value], it.value)))
+                if name in s.streams:
+                    out.append(self.event("llama_iter", it, (s.streams[name], name)))
                     return
-                if it.value in s.bound:
+                if name in s.bound:
                     return
                 s = s.parent
 
     # ---------- assignments, returns, locks ---------------------------------------------------------
-    def bind_event(self, target: cst.BaseExpression, origin: Optional[str], stmt: cst.CSTNode, scope: "_Scope", out: list[Node]) -> None:
-        if origin is None or not isinstance(target, (cst.Name, cst.Attribute)):
+    def bind_event(self, target: ast.expr, origin: Optional[str], stmt: Located, scope: "_Scope", out: list[Node]) -> None:
+        if origin is None or type(target) not in (ast.Name, ast.Attribute):
             return
         r = self.ref(target, scope)
         if r and not r.startswith("c:"):
             out.append(self.event("bind", stmt, (r, origin)))
 
-    def return_data(self, value: Optional[cst.BaseExpression], scope: "_Scope") -> tuple:
+    def return_data(self, value: Optional[ast.expr], scope: "_Scope") -> tuple:
         if value is None:
             return ()
         o = self.origin(value, scope)
         return (o,) if o else ()
 
-    def lock_ref(self, expr: cst.BaseExpression, scope: "_Scope") -> Optional[str]:
-        if isinstance(expr, (cst.Name, cst.Attribute)):
+    def lock_ref(self, expr: ast.expr, scope: "_Scope") -> Optional[str]:
+        if type(expr) in (ast.Name, ast.Attribute):
             return self.ref(expr, scope)
-        if isinstance(expr, cst.Call):
+        if type(expr) is ast.Call:
             q = self.qualify(expr.func, scope)
             if q and any(api.get("lock") for api in self.cat.calls_named(q)):
                 return f"new:{q}"  # a fresh lock each time: it protects nothing
         return None
 
     # ---------- effects of catalogued calls -------------------------------------------------------
-    def thread_api_effects(self, api: Api, call: cst.Call, scope: "_Scope", out: list[Node]) -> None:
+    def thread_api_effects(self, api: Api, call: ast.Call, scope: "_Scope", out: list[Node]) -> None:
         if api.get("llama_context"):
             out.append(self.event("llama_new", call, (api.name,)))
         conc = api.get("concurrency")
@@ -252,23 +258,26 @@ class ThreadEvents:
         args = tuple(self.ref(a, scope) or "" for a in self._thread_args(call, expr))
         out.append(self.event("thread_start", call, (api.name, target, recv, obj, many, waits, args, conc_val)))
 
-    def _thread_args(self, call: cst.Call, target: cst.BaseExpression) -> list:
-        for a in call.args:
-            if a.keyword is not None and a.keyword.value == "args" and isinstance(a.value, (cst.Tuple, cst.List)):
-                return [el.value for el in a.value.elements]
-        positional = [a.value for a in call.args if a.keyword is None and not a.star]
-        if target in positional:
-            return positional[positional.index(target) + 1 :]
+    def _thread_args(self, call: ast.Call, target: ast.expr) -> list:
+        for k in call.keywords:
+            if k.arg == "args" and type(k.value) in (ast.Tuple, ast.List):
+                return [el.value if type(el) is ast.Starred else el for el in k.value.elts]  # type: ignore[attr-defined]
+        given = positional(call)
+        for i, arg in enumerate(given):
+            if arg is target:
+                return given[i + 1 :]
         return []
 
-    def thread_target(self, expr: cst.BaseExpression, scope: "_Scope", out: list[Node]) -> tuple[str, str, str]:
+    def thread_target(self, expr: ast.expr, scope: "_Scope", out: list[Node]) -> tuple[str, str, str]:
         """(function symbol, receiver ref, "method|object ref") of what runs on the other thread."""
-        if isinstance(expr, cst.Lambda):
-            return (":" + self.lambda_function(expr, scope), "", "")
-        if isinstance(expr, cst.Call):
-            q = self.qualify(expr.func, scope)
-            if q == "functools.partial" and expr.args:
-                return self.thread_target(expr.args[0].value, scope, out)
+        kind = type(expr)
+        if kind is ast.Lambda:
+            return (":" + self.lambda_function(expr, scope), "", "")  # type: ignore[arg-type]
+        if kind is ast.Call:
+            q = self.qualify(expr.func, scope)  # type: ignore[attr-defined]
+            first = first_arg(expr)  # type: ignore[arg-type]
+            if q == "functools.partial" and first is not None:
+                return self.thread_target(first, scope, out)
             use = self.llama_receiver(expr, scope)
             if use is not None and self._stream_flag(expr, use[0]) == "1":
                 self.mark_stream(out, expr, "handed")  # iterated over there, not here
@@ -276,59 +285,76 @@ class ThreadEvents:
             if q and (q.startswith(":") or self.maybe_project(q)):
                 return (q, "", "")  # a generator function: its body runs where it is iterated
             return ("", "", "")
-        if isinstance(expr, cst.Attribute) and expr.attr.value in self.touch_names:
-            r = self.ref(expr.value, scope)
-            return ("", "", f"{expr.attr.value}|{r}" if r else "")
-        if isinstance(expr, (cst.Name, cst.Attribute)):
+        if kind is ast.Attribute and expr.attr in self.touch_names:  # type: ignore[attr-defined]
+            r = self.ref(expr.value, scope)  # type: ignore[attr-defined]
+            return ("", "", f"{expr.attr}|{r}" if r else "")  # type: ignore[attr-defined]
+        if kind is ast.Name or kind is ast.Attribute:
             q = self.qualify(expr, scope)
             target = q if q and (q.startswith(":") or self.maybe_project(q)) else ""
-            recv = (self.ref(expr.value, scope) or "") if isinstance(expr, cst.Attribute) else ""
-            obj = None if isinstance(expr, cst.Name) and scope.lookup_def(expr.value) is not None else self.ref(expr, scope)
+            recv = (self.ref(expr.value, scope) or "") if kind is ast.Attribute else ""  # type: ignore[attr-defined]
+            obj = None if kind is ast.Name and scope.lookup_def(expr.id) is not None else self.ref(expr, scope)  # type: ignore[attr-defined]
             if obj and obj.startswith("m:") and target:
                 obj = None  # an imported function
             return (target, recv, f"__call__|{obj}" if obj else "")
         return ("", "", "")
 
-    def lambda_function(self, node: cst.Lambda, scope: "_Scope") -> str:
+    def lambda_function(self, node: ast.Lambda, scope: "_Scope") -> str:
         from cudalint.summarize import _Scope
 
         self._lambdas += 1
         qualname = f"{scope.qualname or '<module>'}.<lambda{self._lambdas}>"
         inner = _Scope(qualname=qualname, cls=scope.cls, parent=scope)
-        params = tuple(p.name.value for p in _all_params(node.params))
+        params = tuple(p.arg for p in all_params(node.args))
         inner.bound.update(params)
         body: list[Node] = []
         self.expr(node.body, inner, body)
-        self.functions[qualname] = Function(qualname=qualname, loc=self.loc_node(node), body=tuple(body), params=params)
+        self.functions[qualname] = Function(qualname=qualname, loc=self.lines.loc(node), body=tuple(body), params=params)
         return qualname
 
     # ---------- functions ---------------------------------------------------------------------------
-    def decorator_names(self, node: cst.FunctionDef, scope: "_Scope") -> tuple[str, ...]:
-        return tuple(self.qualify(dec.decorator, scope) or "" for dec in node.decorators)
+    def decorator_names(self, node: ast.AST, scope: "_Scope") -> tuple[str, ...]:
+        return tuple(self.qualify(dec, scope) or "" for dec in node.decorator_list)  # type: ignore[attr-defined]
 
-    def param_binds(self, node: cst.FunctionDef, qualname: str, scope: "_Scope") -> list[Node]:
+    def param_binds(self, node: ast.AST, qualname: str, scope: "_Scope") -> list[Node]:
         """`llm = Depends(get_llm)`: the parameter is what the dependency returns."""
         out: list[Node] = []
-        for param in _all_params(node.params):
-            default = param.default
-            if not isinstance(default, cst.Call) or not default.args:
+        for param, default in _defaults(node.args):  # type: ignore[attr-defined]
+            if type(default) is not ast.Call:
                 continue
-            q = self.qualify(default.func, scope)
+            first = first_arg(default)  # type: ignore[arg-type]
+            if first is None:
+                continue
+            q = self.qualify(default.func, scope)  # type: ignore[attr-defined]
             if not q or not q.rsplit(".", 1)[-1] == "Depends":
                 continue
-            dep = self.qualify(default.args[0].value, scope)
+            dep = self.qualify(first, scope)
             if dep and (dep.startswith(":") or self.maybe_project(dep)):
-                out.append(self.event("bind", param, (f"v:{qualname}:{param.name.value}", f"c:{dep}")))
+                out.append(
+                    self.event("bind", _name_of(param), (f"v:{qualname}:{param.arg}", f"c:{dep}"), text=self.text(span(param, default)))
+                )
         return out
 
 
-def _all_params(params: cst.Parameters) -> list[cst.Param]:
-    out = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
-    if isinstance(params.star_arg, cst.Param):
-        out.append(params.star_arg)
-    if params.star_kwarg is not None:
-        out.append(params.star_kwarg)
+def all_params(args: ast.arguments) -> list[ast.arg]:
+    out = args.posonlyargs + args.args + args.kwonlyargs
+    if args.vararg is not None:
+        out.append(args.vararg)
+    if args.kwarg is not None:
+        out.append(args.kwarg)
     return out
+
+
+def _defaults(args: ast.arguments) -> list[tuple[ast.arg, ast.expr]]:
+    """(parameter, default value) pairs: `ast` aligns the defaults with the last positional parameters."""
+    given = args.posonlyargs + args.args
+    pairs = list(zip(given[len(given) - len(args.defaults) :], args.defaults))
+    pairs += [(p, d) for p, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    return pairs
+
+
+def _name_of(param: ast.arg) -> Located:
+    """Where a parameter's name is written (`ast.arg` spans its annotation too)."""
+    return Span(param.lineno, param.col_offset, param.lineno, param.col_offset + len(param.arg.encode("utf-8")))
 
 
 def _touching(cat) -> list[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-import libcst as cst
+import ast
 
 # builtins whose result type is certain, unless the module rebinds the name
 _RESULT_TYPES = {
@@ -20,57 +20,31 @@ _RESULT_TYPES = {
     "list": "list", "tuple": "tuple", "dict": "dict", "set": "set",
 }
 _CONTAINERS = {
-    cst.List: "list", cst.ListComp: "list",
-    cst.Tuple: "tuple",
-    cst.Dict: "dict", cst.DictComp: "dict",
-    cst.Set: "set", cst.SetComp: "set",
+    ast.List: "list", ast.ListComp: "list",
+    ast.Tuple: "tuple",
+    ast.Dict: "dict", ast.DictComp: "dict",
+    ast.Set: "set", ast.SetComp: "set",
 }
+_CONSTANTS = {str: "str", bytes: "bytes", int: "int", float: "float", complex: "complex", bool: "bool", type(None): "NoneType"}
 
 
-def _string(expr: cst.BaseExpression) -> Optional[Any]:
-    if isinstance(expr, cst.SimpleString):
-        try:
-            return expr.evaluated_value
-        except Exception:
-            return None
-    if isinstance(expr, cst.ConcatenatedString):
-        left, right = _string(expr.left), _string(expr.right)
-        if isinstance(left, str) and isinstance(right, str):
-            return left + right
-        if isinstance(left, bytes) and isinstance(right, bytes):
-            return left + right
-    return None
-
-
-def value_info(expr: Optional[cst.BaseExpression], scope: Any, imports: dict[str, str]) -> tuple[str, str]:
+def value_info(expr: Optional[ast.expr], scope: Any, imports: dict[str, str]) -> tuple[str, str]:
     if expr is None:
         return "", ""
-    if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
-        val = _string(expr)
-        if isinstance(val, str):
-            return "str", val
-        if isinstance(val, bytes):
-            return "bytes", ""
-        return "", ""
-    if isinstance(expr, cst.FormattedString):
+    kind = type(expr)
+    if kind is ast.Constant:
+        value = expr.value  # type: ignore[attr-defined]
+        name = _CONSTANTS.get(type(value), "")
+        return name, (value if name == "str" else "")
+    if kind is ast.JoinedStr:
         return "str", ""
-    if isinstance(expr, cst.Integer):
-        return "int", ""
-    if isinstance(expr, cst.Float):
-        return "float", ""
-    if isinstance(expr, cst.Imaginary):
-        return "complex", ""
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.expression, (cst.Integer, cst.Float)):
-        return ("int" if isinstance(expr.expression, cst.Integer) else "float"), ""
-    for node_type, name in _CONTAINERS.items():
-        if isinstance(expr, node_type):
-            return name, ""
-    if isinstance(expr, cst.Name):
-        if expr.value in ("True", "False"):
-            return "bool", ""
-        if expr.value == "None":
-            return "NoneType", ""
-        val = scope.lookup_const(expr.value) if scope is not None else None
+    if kind is ast.UnaryOp and type(expr.operand) is ast.Constant and type(expr.operand.value) in (int, float):  # type: ignore[attr-defined]
+        return ("int" if type(expr.operand.value) is int else "float"), ""  # type: ignore[attr-defined]
+    name = _CONTAINERS.get(kind)
+    if name is not None:
+        return name, ""
+    if kind is ast.Name:
+        val = scope.lookup_const(expr.id) if scope is not None else None  # type: ignore[attr-defined]
         if isinstance(val, bool):
             return "", ""
         if isinstance(val, int):
@@ -79,8 +53,8 @@ def value_info(expr: Optional[cst.BaseExpression], scope: Any, imports: dict[str
             # constants bound from f-strings hold "*" for each placeholder: the type is sure, the text is not
             return "str", ("" if "*" in val else val)
         return "", ""
-    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name):
-        name = expr.func.value
+    if kind is ast.Call and type(expr.func) is ast.Name:  # type: ignore[attr-defined]
+        name = expr.func.id  # type: ignore[attr-defined]
         if name in _RESULT_TYPES and name not in imports and (scope is None or scope.lookup_def(name) is None):
             return _RESULT_TYPES[name], ""
     return "", ""

@@ -74,8 +74,16 @@ def test_changed_file_is_summarized_again(tmp_path: Path) -> None:
 
 def _index_files(cache_dir: Path) -> tuple[dict, dict]:
     (idx,) = (cache_dir / "index").glob("*.idx")
-    (scans,) = (cache_dir / "index").glob("*.scans")
-    return json.loads(idx.read_text()), json.loads(scans.read_text())
+    scans: dict = {}
+    shards = sorted((cache_dir / "index").glob("*.scans-*"))
+    assert {k[0] for k in scans_keys(idx)} <= {p.name[-1] for p in shards}  # one file per first digit
+    for shard in shards:
+        scans.update(json.loads(shard.read_text()))
+    return json.loads(idx.read_text()), scans
+
+
+def scans_keys(idx: Path) -> list[str]:
+    return [v[2] for v in json.loads(idx.read_text()).values()]
 
 
 def test_scans_are_kept_apart_from_the_index_and_old_ones_are_dropped(tmp_path: Path) -> None:
@@ -86,7 +94,7 @@ def test_scans_are_kept_apart_from_the_index_and_old_ones_are_dropped(tmp_path: 
     shutil.copytree(FIXTURES / "CUD001" / "cross_module", src)
     lint_paths([str(src)], cache=Cache.open(tmp_path / "cache", load_catalogue()))
     index, scans = _index_files(tmp_path / "cache")
-    assert index and all(len(v) == 3 for v in index.values())
+    assert index and all(len(v) == 4 for v in index.values())
     assert sorted(scans) == sorted(v[2] for v in index.values())
     warm = Cache.open(tmp_path / "cache", load_catalogue())
     lint_paths([str(src)], cache=warm)
@@ -103,7 +111,8 @@ def test_a_lost_scans_file_means_scanning_again(tmp_path: Path, monkeypatch) -> 
     monkeypatch.chdir(FIXTURES.parent)
     cache_dir = tmp_path / "cache"
     first = lint_paths(["fixtures/CUD001"], cache=Cache.open(cache_dir, load_catalogue()))
-    next((cache_dir / "index").glob("*.scans")).write_text("{not json")
+    for shard in (cache_dir / "index").glob("*.scans-*"):
+        shard.write_text("{not json")
     for run in (cache_dir / "runs").glob("*"):
         run.unlink()  # no reuse of the whole run: the scans are needed
     again = Cache.open(cache_dir, load_catalogue())
@@ -112,3 +121,31 @@ def test_a_lost_scans_file_means_scanning_again(tmp_path: Path, monkeypatch) -> 
     assert _findings(first) == _findings(second)
     _, scans = _index_files(cache_dir)
     assert scans  # written again
+
+
+def test_an_edit_that_leaves_the_scans_alone_reuses_the_selection(tmp_path: Path) -> None:
+    """A comment added to a file changes its key but not its scan: the next run takes the earlier
+    selection and reads only the scans files of the edited file's new key and old key (to drop it)."""
+    src = tmp_path / "proj"
+    shutil.copytree(FIXTURES / "CUD001" / "cross_module", src)
+    first = lint_paths([str(src)], cache=Cache.open(tmp_path / "cache", load_catalogue()))
+    assert len(list((tmp_path / "cache" / "selections").glob("*.json"))) == 1
+    touched = sorted(src.rglob("*.py"))[0]
+    touched.write_text(touched.read_text() + "\n# a comment\n")
+    again = Cache.open(tmp_path / "cache", load_catalogue())
+    second = lint_paths([str(src)], cache=again)
+    assert _findings(first) == _findings(second)
+    assert again.runs_reused == 0 and again._scans is not None and len(again._scans) <= 2
+    assert len(list((tmp_path / "cache" / "selections").glob("*.json"))) == 1
+
+
+def test_a_big_file_is_scanned_beside_its_summary(monkeypatch) -> None:
+    """In a serial run with a spare core, a big file's scan runs in a second process while this one
+    summarizes it (cudalint.runner._Pool.map_scans): the findings do not change."""
+    from cudalint import runner
+
+    monkeypatch.chdir(FIXTURES.parent)
+    plain = lint_paths(["fixtures/CUD001", "fixtures/CUD005"], jobs=1)
+    monkeypatch.setattr(runner, "BIG_FILE_BYTES", 0)
+    beside = lint_paths(["fixtures/CUD001", "fixtures/CUD005"], jobs=2)
+    assert plain.findings and _findings(plain) == _findings(beside)

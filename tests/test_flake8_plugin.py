@@ -120,7 +120,8 @@ def test_columns_match_the_cli_text_output(tmp_path: Path) -> None:
 
 
 def _cache_entries(directory: Path) -> list[Path]:
-    return sorted(directory.rglob("*.json")) if directory.exists() else []
+    """The summaries in a cache (the parsed catalogue and the selections sit beside them)."""
+    return sorted((directory / "v1").rglob("*.json")) if (directory / "v1").exists() else []
 
 
 def test_plugin_does_no_work_when_cud_is_not_selected(tmp_path: Path) -> None:

@@ -2,7 +2,7 @@
 `flatten`, and the summarizer's thread events."""
 from __future__ import annotations
 
-import libcst as cst
+import ast
 
 from cudalint.catalogue import load_catalogue
 from cudalint.summarize import summarize
@@ -10,7 +10,7 @@ from cudalint.threads import flatten
 
 
 def _ir(src: str):
-    return summarize(cst.parse_module(src), src, "m.py", "m", load_catalogue())
+    return summarize(ast.parse(src), src, "m.py", "m", load_catalogue())
 
 
 def test_context_methods_for_the_tracer():
