@@ -269,11 +269,14 @@ def _env(raw: Mapping[str, Any], library: str, source: str) -> EnvVar:
 
 
 def parse_catalogue_text(text: str, source: str) -> tuple[Library, list[Api], list[EnvVar]]:
+    return _from_data(_toml(text, source), source)
+
+
+def _toml(text: str, source: str) -> dict:
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise CatalogueError(f"{source}: not valid TOML: {exc}") from None
-    return _from_data(data, source)
 
 
 def _from_data(data: dict, source: str) -> tuple[Library, list[Api], list[EnvVar]]:
@@ -345,16 +348,15 @@ def _load(extra: tuple[str, ...], cache_dir: Optional[str] = None) -> Catalogue:
         except OSError as exc:
             raise CatalogueError(f"{path}: cannot read catalogue: {exc.strerror or exc}") from None
         parsed = _parsed_cached(data, cache_dir)
-        if parsed is not None:
-            parts.append(_from_data(parsed, str(path)))
-            continue
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise CatalogueError(f"{path}: cannot read catalogue: not UTF-8 ({exc.reason})") from None
-        parts.append(parse_catalogue_text(text, str(path)))
-        if cache_dir is not None:
-            _keep_parsed(data, tomllib.loads(text), cache_dir)
+        if parsed is None:
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise CatalogueError(f"{path}: cannot read catalogue: not UTF-8 ({exc.reason})") from None
+            parsed = _toml(text, str(path))
+            if cache_dir is not None:
+                _keep_parsed(data, parsed, cache_dir)
+        parts.append(_from_data(parsed, str(path)))
     return build(parts)
 
 

@@ -1,6 +1,6 @@
 """Run one function with room for deep recursion: a thread with a large stack and a high limit.
 
-libcst's code generation and our summarizer recurse once per nesting level of an expression; a
+The summarizer, the fixer (libcst) and the serializer recurse once per nesting level of an expression; a
 generated file with 1,000 nested brackets exceeds Python's default limit of 1,000 frames. Only
 files that hit the limit pay for this.
 """

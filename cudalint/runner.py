@@ -153,7 +153,7 @@ def load_files(
                 chosen = set(scans) if not prefilter else select(scans, {i.path: i.module for i in infos if i.path in scans}, judged)
             broken = {p for p, sc in scans.items() if not sc.syntax_ok}
             present = set(scans)
-            if memo is not None and set(digests) >= present:
+            if memo is not None:
                 cache.put_selection(memo, chosen, broken)  # type: ignore[union-attr]
         # pass 2: summaries of the chosen files, and of the others CPython's parser refused (CUD900)
         results: dict[str, Any] = {}

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Optional
 
 import ast
 
-from cudalint.callargs import arg_expr, args_of, first_arg, positional
+from cudalint.callargs import arg_expr, first_arg, positional
 
 from cudalint.catalogue import Api
 from cudalint.ir import Function, Node
