@@ -152,6 +152,24 @@ def lint_files(
     this process). `prefilter`: skip the files that cannot matter (cudalint.prefilter); turned off
     only to check that it changes nothing.
     """
+    from cudalint.runner import paused_gc
+
+    with paused_gc():  # (until the run's summaries are freed: _lint_files has returned)
+        return _lint_files(files, config, catalogue, extra, cache, overlay, texts, noqa, jobs, prefilter)
+
+
+def _lint_files(
+    files: Iterable[str],
+    config: Config,
+    catalogue: Catalogue,
+    extra: Iterable[Finding],
+    cache: Optional[Cache],
+    overlay: Optional[dict[str, str]],
+    texts: Optional[Mapping[str, str]],
+    noqa: bool,
+    jobs: Optional[int],
+    prefilter: bool,
+) -> LintResult:
     from cudalint import runner
     from cudalint.serialize import decode, encode
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Union
@@ -266,6 +265,8 @@ class Cache:
         try:
             self._prepare()
             target.parent.mkdir(parents=True, exist_ok=True)
+            import tempfile  # (a run the cache answers whole writes nothing)
+
             fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".json")
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as fh:

@@ -8,16 +8,10 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
-import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
 
 from cudalint.resources import catalogue_dir
 
@@ -273,6 +267,8 @@ def parse_catalogue_text(text: str, source: str) -> tuple[Library, list[Api], li
 
 
 def _toml(text: str, source: str) -> dict:
+    from cudalint.tomlreader import tomllib  # (a run that finds the parsed catalogue in the cache never needs it)
+
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -147,6 +147,9 @@ class ModuleIR:
     functions: dict[str, Function] = field(default_factory=dict)
     classes: dict[str, ClassInfo] = field(default_factory=dict)
     noqa: tuple[tuple[int, tuple[str, ...]], ...] = ()  # (line, codes); () suppresses every code
+    # a catalogued llama.cpp constructor is called here ("llama_new", or a "new:" origin): without
+    # one anywhere in the project, no object of the thread model (cudalint.threads) can exist
+    makes_llama: bool = False
 
 
 def iter_events(block: Block) -> Iterator[Event]:

@@ -564,8 +564,14 @@ def file_kinds(data: bytes, catalogue: Catalogue, modname: str, is_package: bool
     return _first_look(data, catalogue, modname, is_package)[-1]
 
 
-def scan_tree(data: bytes, catalogue: Catalogue, modname: str, is_package: bool) -> tuple[Scan, Optional[ast.Module]]:
-    """The scan, and CPython's syntax tree of the file (None: it does not parse)."""
+def scan_tree(
+    data: bytes, catalogue: Catalogue, modname: str, is_package: bool, calls: bool = True, stops: bool = True
+) -> tuple[Scan, Optional[ast.Module]]:
+    """The scan, and CPython's syntax tree of the file (None: it does not parse).
+
+    `calls=False` leaves out what the code may call and reach (`top_kinds`, `top_targets`,
+    `code_targets` and the call graph), `stops=False` which functions may never return: two
+    processes can make the two halves of one big file's scan (cudalint.runner._Pool.map_scans)."""
     original, data, words, trig, own_root, imports, chains, stars, kinds = _first_look(data, catalogue, modname, is_package)
     may_stop = not trig.stops.isdisjoint(words)
     tree = _ast(original)
@@ -574,12 +580,18 @@ def scan_tree(data: bytes, catalogue: Catalogue, modname: str, is_package: bool)
     if not (imports or kinds or may_stop):
         return Scan(kinds=kinds, may_stop=may_stop, imports=imports, top_kinds=(), code_targets=stars), tree
     layout = _Layout(tree, original, words, chains, stars, modname if is_package else modname.rpartition(".")[0], frozenset(imports))
-    top_kinds, targets = layout.reach(trig, own_root, bool(kinds))
+    top_kinds: tuple[str, ...] = ("*",)
+    targets: tuple[str, ...] = ()
     code: set[str] = set(stars)
-    # any code: every word outside the import statements that names an import
-    for word in _WORD.findall(layout.text(layout.outside(layout.imports))):
-        code.update(chains.get(word, ()))
-    table, names, defs = layout.graph(trig, own_root, bool(kinds))
+    table: tuple[str, ...] = ()
+    names: dict[str, list] = {}
+    defs: dict[str, list] = {}
+    if calls:
+        top_kinds, targets = layout.reach(trig, own_root, bool(kinds))
+        # any code: every word outside the import statements that names an import
+        for word in _WORD.findall(layout.text(layout.outside(layout.imports))):
+            code.update(chains.get(word, ()))
+        table, names, defs = layout.graph(trig, own_root, bool(kinds))
     return Scan(
         kinds=kinds,
         may_stop=may_stop,
@@ -592,7 +604,7 @@ def scan_tree(data: bytes, catalogue: Catalogue, modname: str, is_package: bool)
         names=names,
         stars=stars,
         defs=defs,
-        stops=layout.stops(trig.exits) if may_stop or stars or chains else _EMPTY,
+        stops=layout.stops(trig.exits) if stops and (may_stop or stars or chains) else _EMPTY,
     ), tree
 
 
@@ -808,6 +820,102 @@ def _all(results: list) -> tuple[bool, frozenset, frozenset]:
     return True, frozenset(), frozenset()
 
 
+_INITS = (b"__init__", b"__new__", b"__post_init__")
+_NONE: frozenset = frozenset()
+
+
+class _Stops:
+    """One evaluation of every stop formula of a module (cudalint.prefilter._Layout.stops): with
+    every function of another module returning (`outside` False) or none of them. (A class, not
+    closures: mutually recursive closures form a cycle that would keep the syntax tree alive until
+    the cycle collector runs.)"""
+
+    def __init__(self, layout: "_Layout", exits: frozenset, formulas: dict[int, object], outside: bool):
+        self.layout = layout
+        self.exits = exits
+        self.formulas = formulas  # id of a definition -> its formula (shared by both evaluations)
+        self.outside = outside
+        self.memo: dict[str, tuple[bool, frozenset, frozenset]] = {}  # key -> (value, dotted names asked, keys asked)
+
+    def run(self) -> dict[str, tuple[bool, frozenset, frozenset]]:
+        lay = self.layout
+        self.memo[""] = self.value(self.formula(lay.tree), None)
+        for cls, funcs in lay.owned.items():
+            for name in funcs:
+                self.defined(cls, name)
+            if cls is not None:
+                self.memo[cls.decode()] = self.construct(cls)
+        return self.memo
+
+    def formula(self, d: ast.AST) -> object:
+        f = self.formulas.get(id(d))
+        if f is None:
+            f = self.formulas[id(d)] = _block_stops(d.body)  # type: ignore[attr-defined]
+        return f
+
+    def method(self, cls: bytes, name: bytes, seen: frozenset = frozenset()) -> Optional[tuple[bool, frozenset, frozenset]]:
+        """`name` of class `cls` or of its bases (None: not found here)."""
+        lay = self.layout
+        if name in lay.owned.get(cls, {}):
+            return self.defined(cls, name)
+        asked: set[str] = set()
+        for base in lay.base_chains.get(cls, ()):
+            b = base.encode()
+            if b in lay.owned and b not in seen:
+                hit = self.method(b, name, seen | {cls})
+                if hit is not None:
+                    return hit
+            elif base.split(".", 1)[0].encode() in lay.chains:
+                head, _, rest = base.partition(".")
+                chain = lay.chains[head.encode()][0] + ("." + rest if rest else "") + "." + name.decode()
+                if self.outside:
+                    return True, frozenset({chain}), _NONE
+                asked.add(chain)
+        return (False, frozenset(asked), _NONE) if asked else None
+
+    def defined(self, cls: Optional[bytes], name: bytes) -> tuple[bool, frozenset, frozenset]:
+        key = name.decode() if cls is None else f"{cls.decode()}.{name.decode()}"
+        hit = self.memo.get(key)
+        if hit is None:
+            self.memo[key] = (True, _NONE, _NONE)  # in progress: a recursion may never return
+            out = _any([self.value(self.formula(d), cls) for d in self.layout.owned.get(cls, {}).get(name, ())])
+            hit = self.memo[key] = out
+        return hit[0], _NONE, frozenset({key})
+
+    def construct(self, cls: bytes) -> tuple[bool, frozenset, frozenset]:
+        return _any([hit for hit in (self.method(cls, m) for m in _INITS) if hit is not None])
+
+    def value(self, f: object, cls: Optional[bytes]) -> tuple[bool, frozenset, frozenset]:
+        if f is True or f is False:
+            return f, _NONE, _NONE  # type: ignore[return-value]
+        op, arg = f  # type: ignore[misc]
+        if op == "or":
+            return _any([self.value(x, cls) for x in arg])
+        if op == "and":
+            return _all([self.value(x, cls) for x in arg])
+        lay = self.layout
+        head, _, rest = arg.partition(".")
+        last = arg.rsplit(".", 1)[-1].encode()
+        if last in self.exits:
+            return True, _NONE, _NONE
+        if head in ("self", "cls"):
+            hit = self.method(cls, last) if cls is not None and "." not in rest else None
+            return hit if hit is not None else (False, _NONE, _NONE)
+        h = head.encode()
+        if h in lay.owned:  # a class: `C(...)` or `C.method(...)`
+            if not rest:
+                return self.construct(h)
+            hit = self.method(h, last) if "." not in rest else None
+            return hit if hit is not None else (False, _NONE, _NONE)
+        if h in lay.owned.get(None, {}):
+            return self.defined(None, h) if not rest else (False, _NONE, _NONE)
+        if h in lay.chains:
+            return self.outside, frozenset({lay.chains[h][0] + ("." + rest if rest else "")}), _NONE
+        if lay.stars:
+            return self.outside, frozenset(f"{m}.{arg}" for m in lay.stars), _NONE
+        return False, _NONE, _NONE
+
+
 class _Layout:
     """Where a module's code runs: its top level, and the bodies of its module- and class-level functions.
 
@@ -921,89 +1029,9 @@ class _Layout:
         Two evaluations of each formula: with every function of another module returning (a "yes"
         then is certain), and with none returning (a "no" then is certain). Only what is neither
         depends on other modules. Recursion counts as never returning."""
-        inits = (b"__init__", b"__new__", b"__post_init__")
-        none: frozenset = frozenset()
         formulas: dict[int, object] = {}  # id of a definition -> its formula (both evaluations read it)
-
-        def formula(d: ast.AST) -> object:
-            f = formulas.get(id(d))
-            if f is None:
-                f = formulas[id(d)] = _block_stops(d.body)  # type: ignore[attr-defined]
-            return f
-
-        def evaluate(outside: bool) -> dict[str, tuple[bool, frozenset, frozenset]]:
-            memo: dict[str, tuple[bool, frozenset, frozenset]] = {}  # key -> (value, dotted names asked, keys asked)
-
-            def method(cls: bytes, name: bytes, seen: frozenset = frozenset()) -> Optional[tuple[bool, frozenset, frozenset]]:
-                """`name` of class `cls` or of its bases (None: not found here)."""
-                if name in self.owned.get(cls, {}):
-                    return defined(cls, name)
-                asked: set[str] = set()
-                for base in self.base_chains.get(cls, ()):
-                    b = base.encode()
-                    if b in self.owned and b not in seen:
-                        hit = method(b, name, seen | {cls})
-                        if hit is not None:
-                            return hit
-                    elif base.split(".", 1)[0].encode() in self.chains:
-                        head, _, rest = base.partition(".")
-                        chain = self.chains[head.encode()][0] + ("." + rest if rest else "") + "." + name.decode()
-                        if outside:
-                            return True, frozenset({chain}), none
-                        asked.add(chain)
-                return (False, frozenset(asked), none) if asked else None
-
-            def defined(cls: Optional[bytes], name: bytes) -> tuple[bool, frozenset, frozenset]:
-                key = name.decode() if cls is None else f"{cls.decode()}.{name.decode()}"
-                hit = memo.get(key)
-                if hit is None:
-                    memo[key] = (True, none, none)  # in progress: a recursion may never return
-                    out = _any([value(formula(d), cls) for d in self.owned.get(cls, {}).get(name, ())])
-                    hit = memo[key] = out
-                return hit[0], none, frozenset({key})
-
-            def construct(cls: bytes) -> tuple[bool, frozenset, frozenset]:
-                return _any([hit for hit in (method(cls, m) for m in inits) if hit is not None])
-
-            def value(f: object, cls: Optional[bytes]) -> tuple[bool, frozenset, frozenset]:
-                if f is True or f is False:
-                    return f, none, none  # type: ignore[return-value]
-                op, arg = f  # type: ignore[misc]
-                if op == "or":
-                    return _any([value(x, cls) for x in arg])
-                if op == "and":
-                    return _all([value(x, cls) for x in arg])
-                head, _, rest = arg.partition(".")
-                last = arg.rsplit(".", 1)[-1].encode()
-                if last in exits:
-                    return True, none, none
-                if head in ("self", "cls"):
-                    hit = method(cls, last) if cls is not None and "." not in rest else None
-                    return hit if hit is not None else (False, none, none)
-                h = head.encode()
-                if h in self.owned:  # a class: `C(...)` or `C.method(...)`
-                    if not rest:
-                        return construct(h)
-                    hit = method(h, last) if "." not in rest else None
-                    return hit if hit is not None else (False, none, none)
-                if h in self.owned.get(None, {}):
-                    return defined(None, h) if not rest else (False, none, none)
-                if h in self.chains:
-                    return outside, frozenset({self.chains[h][0] + ("." + rest if rest else "")}), none
-                if self.stars:
-                    return outside, frozenset(f"{m}.{arg}" for m in self.stars), none
-                return False, none, none
-
-            memo[""] = value(formula(self.tree), None)
-            for cls, funcs in self.owned.items():
-                for name in funcs:
-                    defined(cls, name)
-                if cls is not None:
-                    memo[cls.decode()] = construct(cls)
-            return memo
-
-        sure = evaluate(False)  # other modules' functions all return
-        maybe = evaluate(True)  # none of them does
+        sure = _Stops(self, exits, formulas, outside=False).run()  # other modules' functions all return
+        maybe = _Stops(self, exits, formulas, outside=True).run()  # none of them does
         out: dict[str, object] = {}
         for key, (yes, asked, keys) in sure.items():
             if yes:

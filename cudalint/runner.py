@@ -80,8 +80,6 @@ def load_files(
     `run_salt` names everything else the run's findings depend on (the configuration); with a cache,
     a run over unchanged files with the same salt returns the earlier findings (`reused`). None:
     the findings depend on more than these files, so nothing is reused."""
-    from cudalint.prefilter import select  # (not needed by a run the cache answers whole)
-
     texts = texts or {}
     uncached = set(uncached)
     packages: dict[str, str] = {}
@@ -149,7 +147,9 @@ def load_files(
                     else:
                         scans[info.path] = _scan_from(raw)
                 scan_all(again)
-            with _no_gc():
+            from cudalint.prefilter import select  # (not needed by a run the cache answers whole)
+
+            with paused_gc():
                 chosen = set(scans) if not prefilter else select(scans, {i.path: i.module for i in infos if i.path in scans}, judged)
             broken = {p for p, sc in scans.items() if not sc.syntax_ok}
             present = set(scans)
@@ -250,6 +250,11 @@ def _scan_from(raw: Sequence[Any]) -> "Scan":
     )
 
 
+# the places in `_scan_raw` of what scan_tree(calls=True) adds: top_kinds, top_targets,
+# code_targets, table, names, defs
+_CALLS_FIELDS = (3, 4, 5, 7, 8, 10)
+
+
 def _scan_raw(s: "Scan") -> list:
     return [
         list(s.kinds), s.may_stop, list(s.imports), list(s.top_kinds), list(s.top_targets), list(s.code_targets), list(s.func_imports),
@@ -264,10 +269,17 @@ def _catalogue(ctx: Union[Catalogue, tuple[str, ...]]) -> Catalogue:
 
 
 def _scan_task(
-    item: tuple[FileInfo, str], extra, judged: tuple[str, ...] = (), cache_dir: Optional[str] = None, local: bool = False
+    item: tuple[FileInfo, str],
+    extra,
+    judged: tuple[str, ...] = (),
+    cache_dir: Optional[str] = None,
+    local: bool = False,
+    calls: bool = True,
+    stops: bool = True,
 ) -> tuple[str, str, Any, Optional[tuple[int, int]], Any]:
     """(path, key, scan, stamp, summary). A file `select` will surely choose (its own effects are
-    judged) is summarized right here from the scan's syntax tree: one parse instead of two."""
+    judged) is summarized right here from the scan's syntax tree: one parse instead of two.
+    `calls`/`stops`: which halves of the scan to make (cudalint.prefilter.scan_tree)."""
     info, salt = item
     try:
         st = os.stat(info.path)
@@ -281,7 +293,7 @@ def _scan_task(
 
     key = Cache.make_key(salt, info.path, info.module, data)
     catalogue = _catalogue(extra)
-    found, tree = scan_tree(data, catalogue, info.module, info.is_package)
+    found, tree = scan_tree(data, catalogue, info.module, info.is_package, calls=calls, stops=stops)
     summary = None
     # (the scan parsed the bytes with every line end made `\n`: the summary wants the file's own)
     if tree is not None and judged and surely_selected(found.kinds, judged) and b"\r" not in data:
@@ -343,15 +355,17 @@ def summarize_bytes(path: str, data: bytes, modname: str, is_package: bool, cata
 
 def _run_chunk(fn_name: str, items: list, extra: tuple[str, ...], kwargs: dict) -> list:
     fn = globals()[fn_name]
-    with _no_gc():
+    with paused_gc():
         return [fn(item, extra, **kwargs) for item in items]
 
 
 @contextmanager
-def _no_gc() -> Iterator[None]:
-    """Syntax trees are large and acyclic: reference counting frees them. The cycle collector would
-    walk every live node again and again while they are built (measured on timm: a third of a
-    serial run), so it pauses while a batch of files is scanned, summarized or selected."""
+def paused_gc() -> Iterator[None]:
+    """Syntax trees and summaries are large and acyclic: reference counting frees them. The cycle
+    collector would walk every live node again and again while they are built (measured on timm: a
+    third of a serial run), so it pauses while a batch of files is scanned, summarized or selected,
+    and cudalint.api.lint_files pauses it for the whole run: re-enabled while the summaries are
+    still alive, its first collection walks all of them (0.15 s on a 50,000-line module)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -373,35 +387,40 @@ class _Pool:
         self.beside: Optional[Any] = None  # one worker for map_scans's big files
 
     def map_scans(self, items: list, judged: tuple[str, ...] = (), cache_dir: Optional[str] = None) -> list:
-        """`map(_scan_task, items)`, but when this run is serial and has a spare core, each big file
-        is scanned by a second process while this one parses and summarizes it: on one huge module
-        the scan and the summary are the two halves of the run, and they need not wait for each other."""
+        """`map(_scan_task, items)`, but when this run is serial and has a spare core, the scan of
+        each big file is split: a second process finds what its code may call and reach while this
+        one finds which functions may never return and makes the summary (from its own tree). On
+        one huge module these are the halves of the run, and they need not wait for each other."""
         serial = self.jobs <= 1 or len(items) < PARALLEL_MIN_FILES
         big = [i for i, item in enumerate(items) if _size(item[0]) >= BIG_FILE_BYTES] if serial and self.cores > 1 else []
         if not big:
             return self.map(_scan_task, items, judged=judged, cache_dir=cache_dir)
         if self.beside is None:
             self.beside = _executor(1)
-        # (scans only, there: the summary is made here)
-        futures = {i: self.beside.submit(_run_chunk, "_scan_task", [items[i]], self.extra, {"cache_dir": cache_dir}) for i in big}
+        futures = {i: self.beside.submit(_run_chunk, "_scan_task", [items[i]], self.extra, {"stops": False}) for i in big}
         out: list = [None] * len(items)
-        with _no_gc():
+        with paused_gc():
             for i, item in enumerate(items):
                 if i not in futures:
                     out[i] = _scan_task(item, self.catalogue, judged=judged, cache_dir=cache_dir, local=True)
             for i, future in futures.items():
-                summary = _summary_beside(items[i], self.catalogue, judged, cache_dir)
-                path, key, raw, stamp, _ = future.result()[0]
-                if summary is not None and summary[0] != key:
-                    summary = None  # the file changed between the two reads: pass 2 summarizes it
-                out[i] = (path, key, raw, stamp, summary[1] if summary is not None else None)
+                mine = _scan_task(items[i], self.catalogue, judged=judged, cache_dir=cache_dir, local=True, calls=False)
+                _path, key, half, _stamp, _ = future.result()[0]
+                if key != mine[1] or not isinstance(half, list) or not isinstance(mine[2], list):
+                    # read failed, or the file changed between the two reads: the whole scan here
+                    out[i] = _scan_task(items[i], self.catalogue, judged=judged, cache_dir=cache_dir, local=True)
+                    continue
+                raw = list(mine[2])
+                for at in _CALLS_FIELDS:
+                    raw[at] = half[at]
+                out[i] = (mine[0], mine[1], raw, mine[3], mine[4])
         return out
 
     def map(self, fn: Callable, items: list, **kwargs: Any) -> list:
         if not items:
             return []
         if self.jobs <= 1 or len(items) < PARALLEL_MIN_FILES:
-            with _no_gc():
+            with paused_gc():
                 return [fn(item, self.catalogue, local=True, **kwargs) for item in items]
         if self.executor is None:
             self.executor = _executor(self.jobs)
@@ -433,19 +452,3 @@ def _size(info: FileInfo) -> int:
         return os.stat(info.path).st_size
     except OSError:
         return 0
-
-
-def _summary_beside(item: tuple[FileInfo, str], catalogue: Catalogue, judged: tuple[str, ...], cache_dir: Optional[str]) -> Optional[tuple[str, Any]]:
-    """(key, summary) of a file `select` will surely choose, made in this process while another
-    scans it; None when it may not be chosen (or does not parse: pass 2 reports that)."""
-    from cudalint.prefilter import file_kinds, surely_selected
-
-    info, salt = item
-    data = _read(info)
-    if isinstance(data, Finding) or not judged or not surely_selected(file_kinds(data, catalogue, info.module, info.is_package), judged):
-        return None
-    key = Cache.make_key(salt, info.path, info.module, data)
-    result = summarize_bytes(info.path, data, info.module, info.is_package, catalogue)
-    if isinstance(result, Finding):
-        return None
-    return key, _deliver(info, key, salt, result, cache_dir, True)

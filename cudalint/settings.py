@@ -10,17 +10,11 @@ from __future__ import annotations
 
 import difflib
 import os
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional
 
 from cudalint.config import Config
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 # the oldest Python the project runs on; `py314` changes multiprocessing's default start method
 TARGET_VERSIONS = ("py310", "py311", "py312", "py313", "py314")
@@ -97,6 +91,8 @@ def shown(path: Path) -> str:
 
 def _table_of(path: Path) -> tuple[Optional[Mapping[str, Any]], str]:
     """The settings table of a file and how to name it in messages; None if a pyproject has none."""
+    from cudalint.tomlreader import tomllib  # (most runs find no settings file)
+
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:

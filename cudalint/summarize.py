@@ -893,4 +893,5 @@ def summarize(tree: ast.Module, source: str, path: str, modname: str, catalogue:
         functions=dict(s.functions),
         classes=dict(s.classes),
         noqa=noqa_lines(source),
+        makes_llama=s.makes_llama,
     )

@@ -44,6 +44,7 @@ class ThreadEvents:
         self.always_streams = frozenset(a.name.rsplit(".", 1)[1] for a in self.cat.apis if a.get("streams") == "*")
         self._lambdas = 0
         self._yields: list[bool] = []
+        self.makes_llama = False  # cudalint.ir.ModuleIR.makes_llama
 
     # ---------- where an object lives ----------------------------------------------------------
     def ref(self, expr: ast.AST, scope: "_Scope") -> Optional[str]:
@@ -102,6 +103,7 @@ class ThreadEvents:
                     if not self.applies(api, value, scope):
                         continue
                     if api.get("llama_context"):
+                        self.makes_llama = True
                         return f"new:{api.name}"
                     if api.get("lock"):
                         return f"lock:{api.name}:{self._lock_serializes(api, value, scope)}"
@@ -234,6 +236,7 @@ class ThreadEvents:
     # ---------- effects of catalogued calls -------------------------------------------------------
     def thread_api_effects(self, api: Api, call: ast.Call, scope: "_Scope", out: list[Node]) -> None:
         if api.get("llama_context"):
+            self.makes_llama = True
             out.append(self.event("llama_new", call, (api.name,)))
         conc = api.get("concurrency")
         conc_val = ""

@@ -140,8 +140,9 @@ def test_an_edit_that_leaves_the_scans_alone_reuses_the_selection(tmp_path: Path
 
 
 def test_a_big_file_is_scanned_beside_its_summary(monkeypatch) -> None:
-    """In a serial run with a spare core, a big file's scan runs in a second process while this one
-    summarizes it (cudalint.runner._Pool.map_scans): the findings do not change."""
+    """In a serial run with a spare core, half of a big file's scan runs in a second process while
+    this one makes the other half and the summary (cudalint.runner._Pool.map_scans): the findings
+    do not change."""
     from cudalint import runner
 
     monkeypatch.chdir(FIXTURES.parent)

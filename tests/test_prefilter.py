@@ -16,7 +16,7 @@ from cudalint import runner
 from cudalint.api import lint_paths
 from cudalint.cache import Cache
 from cudalint.catalogue import load_catalogue
-from cudalint.prefilter import scan
+from cudalint.prefilter import scan, scan_tree
 from tests.fixture_expectations import FIXTURES
 
 
@@ -352,6 +352,22 @@ def test_large_project_path_same_findings(seed: int, tmp_path: Path, monkeypatch
     src.mkdir()
     _rich_program(random.Random(2000 + seed), src)
     _all_ways(str(src), tmp_path, monkeypatch, parallel=False)
+
+
+def test_the_halves_of_a_scan_make_the_whole() -> None:
+    """A big file's scan is made in two processes (cudalint.runner._Pool.map_scans): what
+    `calls=False` leaves out, `stops=False` makes, and together they are the whole scan."""
+    catalogue = load_catalogue()
+    files = sorted(FIXTURES.rglob("*.py")) + sorted((FIXTURES.parent / "cudalint").glob("*.py"))
+    assert len(files) > 100
+    for path in files:
+        data = path.read_bytes()
+        whole = runner._scan_raw(scan_tree(data, catalogue, "pkg.mod", False)[0])
+        merged = runner._scan_raw(scan_tree(data, catalogue, "pkg.mod", False, calls=False)[0])
+        calls = runner._scan_raw(scan_tree(data, catalogue, "pkg.mod", False, stops=False)[0])
+        for at in runner._CALLS_FIELDS:
+            merged[at] = calls[at]
+        assert merged == whole, path
 
 
 def test_scan_stores_the_call_graph_and_never_returning_paths() -> None:

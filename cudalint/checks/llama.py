@@ -23,8 +23,8 @@ def _name(use: Use) -> str:
 
 def check(project: Project, catalogue: Catalogue, enabled: Callable[[str], bool]) -> list[Finding]:
     want101, want102 = enabled("CUD101"), enabled("CUD102")
-    if not (want101 or want102):
-        return []
+    if not (want101 or want102) or not any(m.makes_llama for m in project.modules):
+        return []  # (no llama.cpp context can exist: the thread model would find nothing)
     model = analyze(project, catalogue)
     out: dict[tuple, Finding] = {}
     if want101:
