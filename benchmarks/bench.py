@@ -5,7 +5,10 @@ wait4). The corpus is copied to benchmarks/.corpus/ first, so the warm run after
 file" does not write into an installed package. Targets (issue 7) are printed next to the ratios;
 none of this is a test.
 
-    python benchmarks/bench.py [--corpus DIR] [--limit N] [--no-peers] [--no-scale] [--profile]
+    python benchmarks/bench.py [--corpus DIR] [--limit N] [--runs N] [--no-peers] [--no-scale] [--profile]
+
+Each timed row is the median of `--runs` runs (3 by default; peak memory: the largest), so one
+noisy run moves no ratio. TorchFix, which has no target here, runs once.
 """
 from __future__ import annotations
 
@@ -157,15 +160,28 @@ def peer_bin(name: str) -> Path | None:
     return py.parent
 
 
+def median_of(runs: int, once) -> tuple[float, float, str]:
+    """(median wall, largest peak RSS, the output of the last run) of `once()` called `runs` times;
+    `once(i)` returns run()'s (wall, MB, exit code, stdout). Every run must print the same."""
+    results = [once(i) for i in range(runs)]
+    outs = {r[3] for r in results}
+    if len(outs) > 1:
+        print("  (the runs of this row printed different findings)")
+    walls = sorted(r[0] for r in results)
+    return walls[len(walls) // 2], max(r[1] for r in results), results[-1][3]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--corpus", type=Path, help="a directory of Python sources [default: the installed torch]")
     ap.add_argument("--limit", type=int, help="only the first N files (by path) of the corpus")
+    ap.add_argument("--runs", type=int, default=3, help="runs per timed row; the median is shown [default: 3]")
     ap.add_argument("--no-peers", action="store_true", help="skip TorchFix and flake8")
     ap.add_argument("--no-scale", action="store_true", help="skip the generated 50,000-line module and 10,000-file tree")
     ap.add_argument("--profile", action="store_true", help="print a cProfile of a serial cold run")
     ap.add_argument("--serial", action="store_true", help="also time a serial run (-j 1)")
     opts = ap.parse_args()
+    runs = max(1, opts.runs)
 
     src = opts.corpus or torch_dir()
     corpus = copy_corpus(src, opts.limit)
@@ -173,6 +189,7 @@ def main() -> None:
     lines = sum(p.read_bytes().count(b"\n") for p in files)
     cores = len(os.sched_getaffinity(0))
     print(f"corpus: {src} -> {corpus}: {len(files)} files, {lines} lines; {cores} cores; Python {sys.version.split()[0]}")
+    print(f"each row: the median wall time of {runs} run(s), the largest peak memory")
     rows: list[tuple[str, float, float, str]] = []
     compile_cudalint()
 
@@ -180,28 +197,32 @@ def main() -> None:
         rows.append((name, wall, mem, note))
         print(f"  {name:<44} {wall:8.2f} s {mem:8.0f} MB  {note}", flush=True)
 
-    wall, mem, _, out = run([sys.executable, "-c", PARSE_ONLY, str(corpus)])
-    parse = wall
-    row("libcst parse_module alone (1 process)", wall, mem, f"{out.strip()} unparsable")
+    parse, mem, out = median_of(runs, lambda i: run([sys.executable, "-c", PARSE_ONLY, str(corpus)]))
+    row("libcst parse_module alone (1 process)", parse, mem, f"{out.strip()} unparsable")
 
     with tempfile.TemporaryDirectory(prefix="cudalint-bench-") as tmp:
-        cache = Path(tmp) / "cache"
-        cold, cmem, _, out = cudalint([corpus.name], cache, corpus.parent)
+        caches = [Path(tmp) / f"cache{i}" for i in range(runs)]
+        cache = caches[-1]  # the warm runs use the last cold run's cache
+        cold, cmem, out = median_of(runs, lambda i: cudalint([corpus.name], caches[i], corpus.parent))
         row("cudalint cold (empty cache)", cold, cmem, f"{count(out)} findings")
-        warm, wmem, _, out2 = cudalint([corpus.name], cache, corpus.parent)
+        warm, wmem, out2 = median_of(runs, lambda i: cudalint([corpus.name], cache, corpus.parent))
         row("cudalint warm, nothing changed", warm, wmem, f"{count(out2)} findings")
         touched = next((p for p in files if p.name == "functional.py"), files[len(files) // 2])
-        with open(touched, "a") as fh:
-            fh.write("\n# touched by the benchmark\n")
-        one, omem, _, out3 = cudalint([corpus.name], cache, corpus.parent)
+
+        def touch_and_run(i: int) -> tuple:
+            with open(touched, "a") as fh:
+                fh.write(f"\n# touched by the benchmark ({i + 1})\n")
+            return cudalint([corpus.name], cache, corpus.parent)
+
+        one, omem, out3 = median_of(runs, touch_and_run)
         row("cudalint warm, one file touched", one, omem, f"{touched.relative_to(corpus)}; {count(out3)} findings")
-        nocache, nmem, _, out4 = cudalint(["--no-cache", corpus.name], cache, corpus.parent)
+        nocache, nmem, out4 = median_of(runs, lambda i: cudalint(["--no-cache", corpus.name], cache, corpus.parent))
         row("cudalint --no-cache", nocache, nmem, f"{count(out4)} findings")
         out5 = out4
         if opts.serial:
-            serial, smem, _, out5 = cudalint(["--no-cache", "-j", "1", corpus.name], cache, corpus.parent)
+            serial, smem, out5 = median_of(runs, lambda i: cudalint(["--no-cache", "-j", "1", corpus.name], cache, corpus.parent))
             row("cudalint --no-cache -j 1 (serial)", serial, smem, f"{count(out5)} findings")
-        # the touched file got a comment at its end: no finding moves
+        # the touched file got comments at its end: no finding moves
         same = out == out2 == out3 == out4 == out5
         print(f"  findings identical cold/warm/touched/no-cache{'/serial' if opts.serial else ''}: {same}")
 
@@ -210,12 +231,12 @@ def main() -> None:
             big = Path(tmp) / "big"
             big.mkdir()
             (big / "big.py").write_text(gen_module(50_000))
-            w, m, _, _ = cudalint(["--no-cache", big.name], cache, big.parent)
+            w, m, _ = median_of(runs, lambda i: cudalint(["--no-cache", big.name], cache, big.parent))
             row("generated module, 50,000 lines", w, m)
             scale["module"] = w / 50_000
             tree = Path(tmp) / "tree"
             tree_lines = gen_tree(tree, 10_000)
-            w, m, _, _ = cudalint(["--no-cache", tree.name], cache, tree.parent)
+            w, m, _ = median_of(runs, lambda i: cudalint(["--no-cache", tree.name], cache, tree.parent))
             row(f"generated tree, 10,000 files ({tree_lines} lines)", w, m)
             scale["tree"] = w / tree_lines
 
@@ -228,7 +249,8 @@ def main() -> None:
         bindir = peer_bin("flake8")
         if bindir is not None:
             py = bindir / "python"
-            w, m, _, _ = run([str(bindir / "flake8"), "--select", "B", "--jobs", str(cores), corpus.name], cwd=corpus.parent)
+            flake8 = [str(bindir / "flake8"), "--select", "B", "--jobs", str(cores), corpus.name]
+            w, m, _ = median_of(runs, lambda i: run(flake8, cwd=corpus.parent))
             row("flake8 --select B (bugbear)", w, m)
             peers["bugbear"] = w
             plugin = (ROOT / "cudalint" / "flake8_plugin.py").is_file()
@@ -237,7 +259,7 @@ def main() -> None:
                 # with cudalint importable, flake8 finds its entry point and runs it
                 subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "-e", str(ROOT)], check=True)
                 try:
-                    w, m, _, _ = run([str(bindir / "flake8"), "--select", "B", "--jobs", str(cores), corpus.name], cwd=corpus.parent, env=env)
+                    w, m, _ = median_of(runs, lambda i: run(flake8, cwd=corpus.parent, env=env))
                 finally:
                     subprocess.run([str(py), "-m", "pip", "uninstall", "-q", "-y", "cudalint"], check=False)
                 row("flake8 --select B, cudalint plugin installed", w, m)

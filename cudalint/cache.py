@@ -18,7 +18,7 @@ from cudalint import __version__
 from cudalint.catalogue import Catalogue
 from cudalint.findings import Finding
 from cudalint.ir import ModuleIR
-from cudalint.serialize import decode, encode
+from cudalint.serialize import encode, loads
 
 CACHE_DIR_NAME = ".cudalint_cache"
 _FORMAT = "1"
@@ -83,6 +83,7 @@ class Cache:
     hits: int = 0
     misses: int = 0
     runs_reused: int = 0
+    shards_read: int = 0  # scans files read from disk
     _index: Optional[dict] = field(default=None, repr=False)
     _index_dirty: bool = field(default=False, repr=False)
     _scans: Optional[dict] = field(default=None, repr=False)  # shard -> {key: scan}; None: not read
@@ -118,7 +119,7 @@ class Cache:
     def get(self, key: str) -> Optional[Union[ModuleIR, Finding]]:
         try:
             with open(self._file(key), encoding="utf-8") as fh:
-                value = decode(json.load(fh))
+                value = loads(fh.read())
         except (OSError, ValueError, TypeError, KeyError, RecursionError):
             self.misses += 1
             return None
@@ -166,6 +167,7 @@ class Cache:
             target = self._index_file(f".scans-{shard}")
             self._scans_stamps[shard] = _stamp(target)
             got = self._scans[shard] = self._read_json(target)
+            self.shards_read += 1
         return got
 
     def digest_of(self, path: str) -> Optional[str]:
@@ -224,7 +226,15 @@ class Cache:
         self._index_dirty = True
         return digest
 
-    def save_index(self) -> None:
+    def save_index(self, forget_scans: bool = False) -> None:
+        """Write the index and the scans changed since it was read. `forget_scans`: and let go of
+        the scans held in memory (read again from disk if asked for)."""
+        self._save_index()
+        if forget_scans:
+            self._scans = None
+            self._scans_stamps.clear()
+
+    def _save_index(self) -> None:
         if self._index_dirty:
             # another run sharing the cache may have written entries for other paths meanwhile
             mine = self._index or {}

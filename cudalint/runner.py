@@ -6,9 +6,11 @@ Two passes over the files, each in worker processes when there are many:
    a skipped file with a syntax error still gets its CUD900. A file whose own effects are judged is
    summarized in pass 1 already, from the scan's syntax tree (it is always selected).
 
-Workers are started with the spawn method (no state inherited from the parent), receive paths and
-send back plain data (cudalint.serialize), never pickled objects of ours. Results are merged by path,
-so the output does not depend on which worker finished first.
+Workers are started with the spawn method (no state inherited from the parent) and receive paths.
+They send back their results (module IR, CUD900 findings, scans as lists) pickled, through the pool's
+pipe only: pickle builds objects at C speed, where decoding JSON-like data cost the parent a second
+on torch. Nothing pickled is ever stored; the cache is JSON (cudalint.cache). Results are merged by
+path, so the output does not depend on which worker finished first.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import gc
 import hashlib
 import json
 import os
+import pickle
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional, Sequence, Union
@@ -26,7 +29,7 @@ from cudalint.catalogue import Catalogue, load_catalogue
 from cudalint.findings import Finding
 from cudalint.ir import ModuleIR
 from cudalint.project import module_name
-from cudalint.serialize import decode, encode
+from cudalint.serialize import encode
 
 if TYPE_CHECKING:
     from cudalint.prefilter import Scan
@@ -110,8 +113,8 @@ def load_files(
 
         def scan_all(todo: list[FileInfo]) -> None:
             for path, key, raw, stamp, summary in pool.map_scans([(i, salt) for i in todo], judged=tuple(judged) if prefilter else (), cache_dir=cache_dir):
-                if isinstance(raw, dict):
-                    problems[path] = decode(raw)
+                if isinstance(raw, Finding):
+                    problems[path] = raw
                 else:
                     keys[path], scans[path] = key, _scan_from(raw)
                     if cache is not None and stamp is not None and info_of[path].text is None:
@@ -155,6 +158,10 @@ def load_files(
             present = set(scans)
             if memo is not None:
                 cache.put_selection(memo, chosen, broken)  # type: ignore[union-attr]
+        # (selected: the summaries of pass 2 need the room more than the scans)
+        scans.clear()
+        if cache is not None:
+            cache.save_index(forget_scans=True)
         # pass 2: summaries of the chosen files, and of the others CPython's parser refused (CUD900)
         results: dict[str, Any] = {}
         work: list[tuple[FileInfo, str, bool, str]] = []
@@ -166,7 +173,7 @@ def load_files(
             if not want and info.path not in broken:
                 continue
             if want and info.path in early:
-                results[info.path] = _deep(lambda: _plain(early[info.path]))
+                results[info.path] = early[info.path]
                 summarized += 1
                 if cache is not None and info.cached:
                     cache.misses += 1  # (made, and cached, while the file was scanned)
@@ -177,10 +184,10 @@ def load_files(
                 results[info.path] = hit
             else:
                 work.append((info, keys[info.path], want, salt))
-        for path, raw in pool.map(_summary_task, work, cache_dir=cache_dir):
-            if raw is None:
+        for path, result in pool.map(_summary_task, work, cache_dir=cache_dir):
+            if result is None:
                 continue
-            results[path] = _deep(lambda: _plain(raw))
+            results[path] = result
             summarized += path in chosen
     finally:
         pool.close()
@@ -273,7 +280,6 @@ def _scan_task(
     extra,
     judged: tuple[str, ...] = (),
     cache_dir: Optional[str] = None,
-    local: bool = False,
     calls: bool = True,
     stops: bool = True,
 ) -> tuple[str, str, Any, Optional[tuple[int, int]], Any]:
@@ -288,7 +294,7 @@ def _scan_task(
         stamp = None
     data = _read(info)
     if isinstance(data, Finding):
-        return info.path, "", encode(data), None, None
+        return info.path, "", data, None, None
     from cudalint.prefilter import scan_tree, surely_selected
 
     key = Cache.make_key(salt, info.path, info.module, data)
@@ -297,44 +303,39 @@ def _scan_task(
     summary = None
     # (the scan parsed the bytes with every line end made `\n`: the summary wants the file's own)
     if tree is not None and judged and surely_selected(found.kinds, judged) and b"\r" not in data:
-        summary = _summary_of_tree(info, key, salt, data, tree, catalogue, cache_dir, local)
+        summary = _summary_of_tree(info, key, salt, data, tree, catalogue, cache_dir)
     return info.path, key, _scan_raw(found), stamp, summary
 
 
-def _summary_of_tree(info: FileInfo, key: str, salt: str, data: bytes, tree, catalogue: Catalogue, cache_dir: Optional[str], local: bool) -> Any:
+def _summary_of_tree(info: FileInfo, key: str, salt: str, data: bytes, tree, catalogue: Catalogue, cache_dir: Optional[str]) -> Any:
     from cudalint.api import summarize_tree
 
     src = source.decode(info.path, data)
     result = src if isinstance(src, Finding) else summarize_tree(info.path, src.text, tree, info.module, info.is_package, catalogue)
-    return _deliver(info, key, salt, result, cache_dir, local)
+    return _deliver(info, key, salt, result, cache_dir)
 
 
-def _deliver(info: FileInfo, key: str, salt: str, result: Union[ModuleIR, Finding], cache_dir: Optional[str], local: bool) -> Any:
-    """Into the cache, and back to the parent: as it is in the same process, as plain data from a worker."""
+def _deliver(info: FileInfo, key: str, salt: str, result: Union[ModuleIR, Finding], cache_dir: Optional[str]) -> Any:
+    """Into the cache, and back to the caller."""
     if cache_dir is not None and info.cached:
         from pathlib import Path
 
         # the key was made from the bytes read in pass 1; a file changed since is summarized
         # under its old key, which a later run never asks for
         _deep(lambda: Cache(directory=Path(cache_dir), salt=salt).put(key, result))
-    return result if local else _deep(lambda: encode(result))
+    return result
 
 
-def _plain(value: Any) -> Any:
-    """A summary as `_deliver` sent it: decoded if it came from a worker."""
-    return value if isinstance(value, (ModuleIR, Finding)) else decode(value)
-
-
-def _summary_task(item: tuple[FileInfo, str, bool, str], extra, cache_dir: Optional[str], local: bool = False) -> tuple[str, Any]:
+def _summary_task(item: tuple[FileInfo, str, bool, str], extra, cache_dir: Optional[str]) -> tuple[str, Any]:
     """(path, summary or CUD900 finding); None: a skipped file that parses after all (it changed)."""
     info, key, want, salt = item
     data = _read(info)
     if isinstance(data, Finding):
-        return info.path, data if local else encode(data)
+        return info.path, data
     result = summarize_bytes(info.path, data, info.module, info.is_package, _catalogue(extra))
     if isinstance(result, ModuleIR) and not want:
         return info.path, None
-    return info.path, _deliver(info, key, salt, result, cache_dir, local)
+    return info.path, _deliver(info, key, salt, result, cache_dir)
 
 
 def _deep(fn: Callable[[], Any]) -> Any:
@@ -353,10 +354,13 @@ def summarize_bytes(path: str, data: bytes, modname: str, is_package: bool, cata
     return _summarize_bytes(path, data, modname, is_package, catalogue)
 
 
-def _run_chunk(fn_name: str, items: list, extra: tuple[str, ...], kwargs: dict) -> list:
+def _run_chunk(fn_name: str, items: list, extra: tuple[str, ...], kwargs: dict) -> bytes:
+    """In a worker: `fn` over `items`, pickled here (with a deep stack if the IR is deeply nested:
+    pickling recurses, and the pool's own pickling would fail the whole run)."""
     fn = globals()[fn_name]
     with paused_gc():
-        return [fn(item, extra, **kwargs) for item in items]
+        results = [fn(item, extra, **kwargs) for item in items]
+        return _deep(lambda: pickle.dumps(results, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 @contextmanager
@@ -386,7 +390,7 @@ class _Pool:
         self.executor: Optional[Any] = None  # a ProcessPoolExecutor
         self.beside: Optional[Any] = None  # one worker for map_scans's big files
 
-    def map_scans(self, items: list, judged: tuple[str, ...] = (), cache_dir: Optional[str] = None) -> list:
+    def map_scans(self, items: list, judged: tuple[str, ...] = (), cache_dir: Optional[str] = None) -> Iterable:
         """`map(_scan_task, items)`, but when this run is serial and has a spare core, the scan of
         each big file is split: a second process finds what its code may call and reach while this
         one finds which functions may never return and makes the summary (from its own tree). On
@@ -402,13 +406,13 @@ class _Pool:
         with paused_gc():
             for i, item in enumerate(items):
                 if i not in futures:
-                    out[i] = _scan_task(item, self.catalogue, judged=judged, cache_dir=cache_dir, local=True)
+                    out[i] = _scan_task(item, self.catalogue, judged=judged, cache_dir=cache_dir)
             for i, future in futures.items():
-                mine = _scan_task(items[i], self.catalogue, judged=judged, cache_dir=cache_dir, local=True, calls=False)
-                _path, key, half, _stamp, _ = future.result()[0]
+                mine = _scan_task(items[i], self.catalogue, judged=judged, cache_dir=cache_dir, calls=False)
+                _path, key, half, _stamp, _ = pickle.loads(future.result())[0]
                 if key != mine[1] or not isinstance(half, list) or not isinstance(mine[2], list):
                     # read failed, or the file changed between the two reads: the whole scan here
-                    out[i] = _scan_task(items[i], self.catalogue, judged=judged, cache_dir=cache_dir, local=True)
+                    out[i] = _scan_task(items[i], self.catalogue, judged=judged, cache_dir=cache_dir)
                     continue
                 raw = list(mine[2])
                 for at in _CALLS_FIELDS:
@@ -416,21 +420,22 @@ class _Pool:
                 out[i] = (mine[0], mine[1], raw, mine[3], mine[4])
         return out
 
-    def map(self, fn: Callable, items: list, **kwargs: Any) -> list:
+    def map(self, fn: Callable, items: list, **kwargs: Any) -> Iterable:
+        """`fn` over `items`, in order. Workers' results are handed on as they arrive: held all at
+        once, the encoded summaries of a large project (torch: 2,070 files) took more room than
+        all their decoded forms together."""
         if not items:
-            return []
+            return ()
         if self.jobs <= 1 or len(items) < PARALLEL_MIN_FILES:
             with paused_gc():
-                return [fn(item, self.catalogue, local=True, **kwargs) for item in items]
+                return [fn(item, self.catalogue, **kwargs) for item in items]
         if self.executor is None:
             self.executor = _executor(self.jobs)
         # many small chunks keep both workers busy to the end; order is restored by `map`
         size = max(1, min(64, len(items) // (self.jobs * 8)))
         chunks = [items[i : i + size] for i in range(0, len(items), size)]
-        out: list = []
-        for part in self.executor.map(_run_chunk, [fn.__name__] * len(chunks), chunks, [self.extra] * len(chunks), [kwargs] * len(chunks)):
-            out.extend(part)
-        return out
+        parts = self.executor.map(_run_chunk, [fn.__name__] * len(chunks), chunks, [self.extra] * len(chunks), [kwargs] * len(chunks))
+        return (result for part in parts for result in pickle.loads(part))
 
     def close(self) -> None:
         for executor in (self.executor, self.beside):

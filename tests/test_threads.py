@@ -60,3 +60,12 @@ def test_calling_an_instance_is_not_constructing_it():
     ir = _ir("from llama_cpp import Llama\nllm = Llama()\nllm('hi')\n")
     inits = [e.event.loc[0] for e in flatten(ir.top)[0] if e.event.kind in ("init", "llama_new")]
     assert inits == [2, 2]
+
+
+def test_a_module_says_whether_it_makes_a_llama_context():
+    """`ModuleIR.makes_llama`: without it anywhere in a project, the thread model is not built."""
+    assert _ir("from llama_cpp import Llama\nllm = Llama(model_path='m.gguf')\n").makes_llama
+    assert _ir("import llama_cpp\ndef load():\n    return llama_cpp.Llama.from_pretrained('r', 'f')\n").makes_llama
+    # using one that another module made, threads and locks: no
+    assert not _ir("from models import llm\nimport threading\nthreading.Thread(target=llm, args=('a',)).start()\n").makes_llama
+    assert not _ir("from llama_cpp import Llama\ndef f(llm: Llama):\n    return llm('hi')\n").makes_llama
