@@ -147,6 +147,22 @@ def test_unusual_but_valid_input_is_analyzed(tmp_path: Path, name, data, expecte
     assert got == expected
 
 
+def test_deeply_nested_input_in_worker_processes(tmp_path: Path, monkeypatch) -> None:
+    """Workers send their results pickled, and pickling recurses: the deep cases above, linted by
+    two workers, give the findings a serial run gives (cudalint.runner._run_chunk's deep stack)."""
+    from cudalint import runner
+    from cudalint.api import lint_paths
+
+    for name, data, _expected in VALID:
+        (tmp_path / f"{name}.py").write_bytes(data)
+    serial = lint_paths([str(tmp_path)], jobs=1, cache=None)
+    monkeypatch.setattr(runner, "PARALLEL_MIN_FILES", 2)
+    parallel = lint_paths([str(tmp_path)], jobs=2, cache=None)
+    deep = [f for f in parallel.findings if "deep_ternary_300" in f.path]
+    assert deep and [(f.path, f.line, f.code) for f in deep] == [(str(tmp_path / "deep_ternary_300.py"), 5, "CUD001")]
+    assert parallel.findings == serial.findings
+
+
 def test_missing_path_on_the_command_line(tmp_path: Path) -> None:
     (tmp_path / "canary.py").write_text(CANARY)
     proc = run_cli(["nope.py", "canary.py"], tmp_path)
