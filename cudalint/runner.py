@@ -18,7 +18,6 @@ import gc
 import hashlib
 import json
 import os
-import pickle
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional, Sequence, Union
@@ -357,6 +356,8 @@ def summarize_bytes(path: str, data: bytes, modname: str, is_package: bool, cata
 def _run_chunk(fn_name: str, items: list, extra: tuple[str, ...], kwargs: dict) -> bytes:
     """In a worker: `fn` over `items`, pickled here (with a deep stack if the IR is deeply nested:
     pickling recurses, and the pool's own pickling would fail the whole run)."""
+    import pickle
+
     fn = globals()[fn_name]
     with paused_gc():
         results = [fn(item, extra, **kwargs) for item in items]
@@ -399,6 +400,8 @@ class _Pool:
         big = [i for i, item in enumerate(items) if _size(item[0]) >= BIG_FILE_BYTES] if serial and self.cores > 1 else []
         if not big:
             return self.map(_scan_task, items, judged=judged, cache_dir=cache_dir)
+        import pickle  # (a serial run with no big file never needs it)
+
         if self.beside is None:
             self.beside = _executor(1)
         futures = {i: self.beside.submit(_run_chunk, "_scan_task", [items[i]], self.extra, {"stops": False}) for i in big}
@@ -429,6 +432,8 @@ class _Pool:
         if self.jobs <= 1 or len(items) < PARALLEL_MIN_FILES:
             with paused_gc():
                 return [fn(item, self.catalogue, **kwargs) for item in items]
+        import pickle
+
         if self.executor is None:
             self.executor = _executor(self.jobs)
         # many small chunks keep both workers busy to the end; order is restored by `map`
