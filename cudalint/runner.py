@@ -425,8 +425,8 @@ class _Pool:
 
     def map(self, fn: Callable, items: list, **kwargs: Any) -> Iterable:
         """`fn` over `items`, in order. Workers' results are handed on as they arrive: held all at
-        once, the encoded summaries of a large project (torch: 2,070 files) took more room than
-        all their decoded forms together."""
+        once until the last one came, torch's 2,070 summaries in the form they were sent in made
+        the run's peak memory."""
         if not items:
             return ()
         if self.jobs <= 1 or len(items) < PARALLEL_MIN_FILES:

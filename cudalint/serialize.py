@@ -4,8 +4,8 @@ Generic over the dataclasses of `cudalint.ir` (and Finding/Step), so new IR node
 here. Only these known classes are ever built when decoding: a cache file planted in a repository can
 at worst produce wrong data, never run code.
 
-Both directions run over every node of every summary a run reads from the cache or a worker (torch:
-3.5 million values), so they avoid a call per scalar and look each class's fields up once.
+Every summary a run writes to the cache or reads from it goes through here (torch: 2,070 summaries,
+3.5 million values), so both directions avoid a call per scalar and look each class's fields up once.
 """
 from __future__ import annotations
 
