@@ -199,7 +199,7 @@ def _lint_files(
         uncached=tuple(overlay or ()),
     )
     if loaded.reused is not None:
-        return LintResult(findings=tuple(decode(f) for f in loaded.reused), files=count)
+        return LintResult(findings=tuple(loaded.reused), files=count)
     findings.extend(loaded.problems)
     modules.extend(loaded.modules)
     for path in notebook_files:

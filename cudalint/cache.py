@@ -2,8 +2,8 @@
 
 Like ruff's `.ruff_cache`: unchanged files are not parsed again, and their summaries serve the
 cross-module analysis and the flake8 plugin alike. Entries are plain JSON (see cudalint.serialize),
-written to a temporary file and renamed into place, so two runs sharing a cache never see a torn
-entry; an unreadable or corrupt entry is a miss.
+signed and written atomically by cudalint.cache_files: the cache is untrusted input, and an entry that
+is missing, planted, damaged or of the wrong shape is a miss, never a changed result.
 """
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Union
 
-from cudalint import __version__
+from cudalint import __version__, cache_files
 from cudalint.catalogue import Catalogue
 from cudalint.findings import Finding
 from cudalint.ir import ModuleIR
-from cudalint.serialize import encode, loads
+from cudalint.serialize import decode, encode, loads
 
 CACHE_DIR_NAME = ".cudalint_cache"
 _FORMAT = "1"
@@ -108,21 +108,17 @@ class Cache:
         h.update(b"\0")
         h.update(path.encode("utf-8", "surrogateescape"))
         h.update(b"\0")
-        h.update(modname.encode())
+        h.update(modname.encode("utf-8", "surrogateescape"))
         h.update(b"\0")
         h.update(data)
         return h.hexdigest()
 
-    def _file(self, key: str) -> Path:
-        return self.directory / "v1" / key[:2] / f"{key}.json"
+    @staticmethod
+    def _file(key: str) -> str:
+        return f"v1/{key[:2]}/{key}.json"
 
     def get(self, key: str) -> Optional[Union[ModuleIR, Finding]]:
-        try:
-            with open(self._file(key), encoding="utf-8") as fh:
-                value = loads(fh.read())
-        except (OSError, ValueError, TypeError, KeyError, RecursionError):
-            self.misses += 1
-            return None
+        value = cache_files.read(self.directory, self._file(key), loads) if cache_files.is_key(key) else None
         if not isinstance(value, (ModuleIR, Finding)):
             self.misses += 1
             return None
@@ -130,6 +126,8 @@ class Cache:
         return value
 
     def put(self, key: str, value: Union[ModuleIR, Finding]) -> None:
+        if not cache_files.is_key(key):
+            return
         try:
             data = encode(value)
         except RecursionError:
@@ -142,16 +140,12 @@ class Cache:
     # The scans (cudalint.prefilter) sit apart, keyed by content, read only by a run that cannot
     # reuse an earlier run's findings: a warm run reads a few bytes per file. They are split in 16
     # files by the key's first digit, so a run that edited one file rewrites a sixteenth of them.
-    def _index_file(self, suffix: str = ".idx") -> Path:
-        return self.directory / "index" / (hashlib.sha256(self.salt.encode()).hexdigest()[:16] + suffix)
+    def _index_file(self, suffix: str = ".idx") -> str:
+        return "index/" + hashlib.sha256(self.salt.encode()).hexdigest()[:16] + suffix
 
-    def _read_json(self, target: Path) -> dict:
-        try:
-            with open(target, encoding="utf-8") as fh:
-                data = json.load(fh)
-            return data if isinstance(data, dict) else {}
-        except (OSError, ValueError, RecursionError):
-            return {}
+    def _read_json(self, name: str) -> dict:
+        data = cache_files.read(self.directory, name)
+        return data if isinstance(data, dict) else {}
 
     def _load_index(self) -> dict:
         if self._index is None:
@@ -165,37 +159,47 @@ class Cache:
         got = self._scans.get(shard)
         if got is None:
             target = self._index_file(f".scans-{shard}")
-            self._scans_stamps[shard] = _stamp(target)
+            self._scans_stamps[shard] = _stamp(self.directory / target)
             got = self._scans[shard] = self._read_json(target)
             self.shards_read += 1
         return got
 
+    def _entry(self, path: str) -> Optional[list]:
+        """The index's [mtime_ns, size, key, scan digest] for `path`, if it has that shape."""
+        hit = self._load_index().get(_index_key(path))
+        if isinstance(hit, list) and len(hit) == 4 and type(hit[0]) is int and type(hit[1]) is int and cache_files.is_key(hit[2]) and cache_files.is_key(hit[3]):
+            return hit
+        return None
+
     def digest_of(self, path: str) -> Optional[str]:
         """The digest of the scan the index records for `path` (after `lookup` said it is unchanged)."""
-        hit = self._load_index().get(_index_key(path))
-        return hit[3] if isinstance(hit, list) and len(hit) == 4 and isinstance(hit[3], str) else None
+        hit = self._entry(path)
+        return hit[3] if hit is not None else None
 
     # ---------- selections: which files a set of scans makes the prefilter choose ------------------
     # A file edited without changing what its scan says (a comment, a body without catalogued
     # calls) leaves the selection as it was: a run that finds it here reads no scan at all.
-    def _selection_file(self, key: str) -> Path:
-        return self.directory / "selections" / f"{key}.json"
+    @staticmethod
+    def _selection_file(key: str) -> str:
+        return f"selections/{key}.json"
 
     def get_selection(self, key: str) -> Optional[tuple[set[str], set[str]]]:
         """(chosen paths, paths that do not parse) recorded for `key`."""
+        if not cache_files.is_key(key):
+            return None
         value = self._read_json(self._selection_file(key))
         chosen, broken = value.get("chosen"), value.get("broken")
-        if not isinstance(chosen, list) or not isinstance(broken, list):
+        if not isinstance(chosen, list) or not isinstance(broken, list) or not all(isinstance(p, str) for p in chosen + broken):
             return None
-        return {p for p in chosen if isinstance(p, str)}, {p for p in broken if isinstance(p, str)}
+        return set(chosen), set(broken)
 
     def put_selection(self, key: str, chosen: set[str], broken: set[str]) -> None:
         self._write(self._selection_file(key), {"chosen": sorted(chosen), "broken": sorted(broken)})
 
     def lookup(self, path: str) -> Optional[str]:
         """The key recorded for `path` if its mtime and size are unchanged."""
-        hit = self._load_index().get(_index_key(path))
-        if not isinstance(hit, list) or len(hit) != 4 or not isinstance(hit[2], str):
+        hit = self._entry(path)
+        if hit is None:
             return None
         try:
             st = os.stat(path)
@@ -209,18 +213,18 @@ class Cache:
         """The scan recorded for content `key` (cudalint.runner._scan_raw's form), if any."""
         from cudalint.prefilter import SCAN_FIELDS
 
-        hit = self._shard(key[:1]).get(key) if key[:1] in _SHARDS and key else None
+        hit = self._shard(key[:1]).get(key) if cache_files.is_key(key) else None
         return hit if isinstance(hit, list) and len(hit) == SCAN_FIELDS else None
 
     def remember(self, path: str, stamp: tuple[int, int], key: str, scan: list) -> str:
         """Record the file's key and scan; returns the scan's digest."""
         index = self._load_index()
         old = index.get(_index_key(path))
-        if isinstance(old, list) and len(old) == 4 and isinstance(old[2], str) and old[2] != key:
+        if isinstance(old, list) and len(old) == 4 and cache_files.is_key(old[2]) and old[2] != key:
             self._dirty_shards.add(old[2][:1])  # where the file's old scan goes from
         digest = scan_digest(scan)
         index[_index_key(path)] = [stamp[0], stamp[1], key, digest]
-        if key and key[:1] in _SHARDS:
+        if cache_files.is_key(key):
             self._shard(key[:1])[key] = scan
             self._dirty_shards.add(key[:1])
         self._index_dirty = True
@@ -241,11 +245,11 @@ class Cache:
             merged = self._read_json(self._index_file())
             merged.update(mine)
             self._index = merged
-            live = {v[2] for v in merged.values() if isinstance(v, list) and len(v) == 4}
+            live = {v[2] for v in merged.values() if isinstance(v, list) and len(v) == 4 and cache_files.is_key(v[2])}
             for shard in sorted(self._dirty_shards & set(_SHARDS)):
                 target = self._index_file(f".scans-{shard}")
                 scans = self._shard(shard)
-                if _stamp(target) != self._scans_stamps.get(shard):
+                if _stamp(self.directory / target) != self._scans_stamps.get(shard):
                     scans = {**self._read_json(target), **scans}  # another run wrote it meanwhile
                 kept = self._scans[shard] = {k: v for k, v in scans.items() if k in live}  # type: ignore[index]  # edited files' old scans go
                 self._write(target, kept)
@@ -254,50 +258,31 @@ class Cache:
             self._dirty_shards.clear()
 
     # ---------- whole-run results: findings for a set of keys and a configuration -----------------
-    def _run_file(self, key: str) -> Path:
-        return self.directory / "runs" / f"{key}.run"
+    @staticmethod
+    def _run_file(key: str) -> str:
+        return f"runs/{key}.run"
 
-    def get_run(self, key: str) -> Optional[list]:
-        try:
-            with open(self._run_file(key), encoding="utf-8") as fh:
-                value = json.load(fh)
-        except (OSError, ValueError):
-            return None
+    def get_run(self, key: str) -> Optional[list[Finding]]:
+        """The findings an earlier run with this exact input reported (decoded and checked)."""
+        value = cache_files.read(self.directory, self._run_file(key)) if cache_files.is_key(key) else None
         if not isinstance(value, list):
             return None
+        try:
+            findings = [decode(f) for f in value]
+        except (ValueError, TypeError, KeyError, RecursionError, AttributeError):
+            return None
+        if not all(isinstance(f, Finding) for f in findings):
+            return None
         self.runs_reused += 1
-        return value
+        return findings
 
     def put_run(self, key: str, findings: list) -> None:
-        self._write(self._run_file(key), findings)
+        if cache_files.is_key(key):
+            self._write(self._run_file(key), findings)
 
-    def _write(self, target: Path, value: object) -> None:
+    def _write(self, name: str, value: object) -> None:
         try:
-            self._prepare()
-            target.parent.mkdir(parents=True, exist_ok=True)
-            import tempfile  # (a run the cache answers whole writes nothing)
-
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".json")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    fh.write(json.dumps(value, separators=(",", ":")))  # one shot: json.dump never uses the C encoder
-                os.replace(tmp, target)  # readers see the old entry or the new one, never half of one
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
-        except (OSError, RecursionError):
-            pass  # a read-only or full disk, or data nested too deeply for json: never a failure
-
-    def _prepare(self) -> None:
-        if (self.directory / "CACHEDIR.TAG").exists():
-            return
-        self.directory.mkdir(parents=True, exist_ok=True)
-        # keep the cache out of version control and out of backups, like ruff and pytest do
-        (self.directory / ".gitignore").write_text("# Automatically created by cudalint.\n*\n", encoding="utf-8")
-        (self.directory / "CACHEDIR.TAG").write_text(
-            "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by cudalint.\n",
-            encoding="utf-8",
-        )
+            payload = json.dumps(value, separators=(",", ":")).encode("utf-8", "surrogateescape")  # one shot: json.dump never uses the C encoder
+        except (RecursionError, ValueError, TypeError):
+            return  # data nested too deeply for json: the cache is an optimization, never a failure
+        cache_files.write(self.directory, name, payload)

@@ -344,50 +344,44 @@ def _load(extra: tuple[str, ...], cache_dir: Optional[str] = None) -> Catalogue:
         except OSError as exc:
             raise CatalogueError(f"{path}: cannot read catalogue: {exc.strerror or exc}") from None
         parsed = _parsed_cached(data, cache_dir)
-        if parsed is None:
+        if parsed is not None:
             try:
-                text = data.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise CatalogueError(f"{path}: cannot read catalogue: not UTF-8 ({exc.reason})") from None
-            parsed = _toml(text, str(path))
-            if cache_dir is not None:
-                _keep_parsed(data, parsed, cache_dir)
+                parts.append(_from_data(parsed, str(path)))
+                continue
+            except (CatalogueError, TypeError, ValueError, AttributeError, KeyError):
+                pass  # a cached entry of the wrong shape is a miss: parse the file itself
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CatalogueError(f"{path}: cannot read catalogue: not UTF-8 ({exc.reason})") from None
+        parsed = _toml(text, str(path))
+        if cache_dir is not None:
+            _keep_parsed(data, parsed, cache_dir)
         parts.append(_from_data(parsed, str(path)))
     return build(parts)
 
 
-def _parsed_file(data: bytes, cache_dir: str) -> Path:
-    return Path(cache_dir) / "catalogue" / f"{hashlib.sha256(data).hexdigest()[:32]}.json"
+def _parsed_file(data: bytes) -> str:
+    return f"catalogue/{hashlib.sha256(data).hexdigest()[:32]}.json"
 
 
 def _parsed_cached(data: bytes, cache_dir: Optional[str]) -> Optional[dict]:
+    """The parsed TOML of `data` as this machine's cudalint wrote it (cudalint.cache_files: a planted
+    or damaged entry is a miss)."""
     if cache_dir is None:
         return None
-    try:
-        value = json.loads(_parsed_file(data, cache_dir).read_bytes())
-    except (OSError, ValueError):
-        return None
+    from cudalint import cache_files
+
+    value = cache_files.read(Path(cache_dir), _parsed_file(data))
     return value if isinstance(value, dict) else None
 
 
 def _keep_parsed(data: bytes, parsed: dict, cache_dir: str) -> None:
-    """Write the parsed TOML (plain JSON, keyed by the file's bytes) atomically; a failure only costs time."""
-    import os
-    import tempfile
+    """Write the parsed TOML (plain JSON, keyed by the file's bytes); a failure only costs time."""
+    from cudalint import cache_files
 
-    target = _parsed_file(data, cache_dir)
     try:
-        text = json.dumps(parsed)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
-    except (OSError, TypeError, ValueError):  # a TOML date has no JSON form: that file is parsed each time
+        payload = json.dumps(parsed).encode()
+    except (TypeError, ValueError):  # a TOML date has no JSON form: that file is parsed each time
         return
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+    cache_files.write(Path(cache_dir), _parsed_file(data), payload)

@@ -102,9 +102,26 @@ def cli(
     if fix or diff:  # a fix is checked against fresh analysis: no cache
         from cudalint.outputs import run_fix
 
-        sys.exit(run_fix(targets, config, fmt=fmt, diff=diff, output_file=output_file, statistics=statistics))
-    cache = Cache.open(directory, catalogue) if directory is not None else None
-    result = lint_paths(targets, config, cache=cache, jobs=jobs)
+        try:
+            sys.exit(run_fix(targets, config, fmt=fmt, diff=diff, output_file=output_file, statistics=statistics))
+        except KeyboardInterrupt:  # (every file is the old one or the new one: cudalint.fix.write_atomic)
+            sys.exit(130)
+    cache = None
+    if directory is not None:
+        from cudalint.cache_files import usable_root
+
+        if usable_root(directory) is None:
+            import os
+
+            shown = os.path.relpath(directory)
+            shown = directory if shown.startswith("..") else shown
+            click.echo(f"cudalint: warning: the cache folder {shown} is a symbolic link or not a folder: not used", err=True)
+        else:
+            cache = Cache.open(directory, catalogue)
+    try:
+        result = lint_paths(targets, config, cache=cache, jobs=jobs)
+    except KeyboardInterrupt:
+        sys.exit(130)
     from cudalint.outputs import write_report
 
     write_report(result, fmt=fmt, output_file=output_file, statistics=statistics)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Optional
+from typing import TYPE_CHECKING, Iterable, Iterator, Optional
 
 from cudalint.findings import Finding
 from cudalint.source import problem
@@ -102,50 +102,46 @@ def discover(paths: Iterable[str], exclude: Iterable[str] = (), respect_gitignor
     files: list[str] = []
     problems: list[Finding] = []
     exclude = tuple(exclude)
-    seen: set[str] = set()
+    seen: set[str] = set()  # real paths of the files listed
+    walked: set[str] = set()  # real paths of the folders walked: each once, however many links lead to it
     for given in paths:
         try:
-            _given(given, exclude, respect_gitignore, files, problems, seen)
+            _given(given, exclude, respect_gitignore, files, problems, seen, walked)
         except (OSError, RuntimeError) as exc:  # e.g. a path inside a directory we may not search
             problems.append(problem(given, f"cannot read: {getattr(exc, 'strerror', None) or exc}"))
     return Discovered(files=tuple(files), problems=tuple(problems))
 
 
-def _given(given: str, exclude, respect_gitignore, files, problems, seen) -> None:
+def _given(given: str, exclude, respect_gitignore, files, problems, seen, walked) -> None:
     p = Path(given)
     if not p.exists() and not p.is_symlink():
         problems.append(problem(given, "no such file or directory"))
         return
-    if p.is_file() or (p.is_symlink() and not p.exists()):
+    if p.is_file() or (p.is_symlink() and not p.exists()) or not p.is_dir():
         key = os.path.realpath(given)
         if key not in seen:
             seen.add(key)
             files.append(given)
         return
     specs = _ancestors_gitignores(p) if respect_gitignore else []
-    _walk(p, given, specs, exclude, respect_gitignore, files, problems, seen, set())
-    return Discovered(files=tuple(files), problems=tuple(problems))
+    _walk(p, given, specs, exclude, respect_gitignore, files, problems, seen, walked)
 
 
-def _walk(directory: Path, shown: str, specs, exclude, respect_gitignore, files, problems, seen, visiting) -> None:
-    real = os.path.realpath(directory)
-    if real in visiting:
-        problems.append(problem(shown, "skipped: symlink loop"))
-        return
-    visiting = visiting | {real}
-    try:
-        entries = sorted(os.scandir(directory), key=lambda e: e.name)
-    except PermissionError:
-        problems.append(problem(shown, "cannot read directory: permission denied"))
-        return
-    except OSError as exc:
-        problems.append(problem(shown, f"cannot read directory: {exc.strerror or exc}"))
-        return
-    if respect_gitignore:
-        local = _gitignore(directory)
-        if local is not None and not any(base == directory.resolve() for base, _ in specs):
-            specs = specs + [(directory.resolve(), local)]
-    for entry in entries:
+def _walk(top: Path, shown_top: str, top_specs, exclude, respect_gitignore, files, problems, seen, walked) -> None:
+    """Depth first, in name order, with a stack of its own: a tree may be nested deeper than
+    Python's recursion limit (1,100 folders is only a few kilobytes of path)."""
+    # each level: (its remaining entries, its shown path, the gitignore specs in force, the real
+    # paths of the folders above it and of itself)
+    stack: list[tuple[Iterator[os.DirEntry], str, list, frozenset]] = []
+    level = _enter(top, shown_top, top_specs, frozenset(), respect_gitignore, problems, walked)
+    if level is not None:
+        stack.append(level)
+    while stack:
+        entries, shown, specs, visiting = stack[-1]
+        entry = next(entries, None)
+        if entry is None:
+            stack.pop()
+            continue
         path = Path(entry.path)
         shown_child = os.path.normpath(os.path.join(shown, entry.name))
         try:
@@ -159,7 +155,9 @@ def _walk(directory: Path, shown: str, specs, exclude, respect_gitignore, files,
                 continue
             if _excluded(shown_child, exclude):
                 continue
-            _walk(path, shown_child, specs, exclude, respect_gitignore, files, problems, seen, visiting)
+            level = _enter(path, shown_child, specs, visiting, respect_gitignore, problems, walked)
+            if level is not None:
+                stack.append(level)
             continue
         if not entry.name.endswith(SUFFIXES):
             continue
@@ -172,3 +170,28 @@ def _walk(directory: Path, shown: str, specs, exclude, respect_gitignore, files,
             continue
         seen.add(key)
         files.append(shown_child)
+
+
+def _enter(directory: Path, shown: str, specs, visiting: frozenset, respect_gitignore, problems, walked):
+    """A folder's level of the walk, or None: a link back to a folder above (reported), a folder
+    walked already through another link (its files are listed), or an unreadable one (reported)."""
+    real = os.path.realpath(directory)
+    if real in visiting:
+        problems.append(problem(shown, "skipped: symlink loop"))
+        return None
+    if real in walked:
+        return None
+    walked.add(real)
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except PermissionError:
+        problems.append(problem(shown, "cannot read directory: permission denied"))
+        return None
+    except OSError as exc:
+        problems.append(problem(shown, f"cannot read directory: {exc.strerror or exc}"))
+        return None
+    if respect_gitignore:
+        local = _gitignore(directory)
+        if local is not None and not any(base == directory.resolve() for base, _ in specs):
+            specs = specs + [(directory.resolve(), local)]
+    return iter(entries), shown, specs, visiting | {real}

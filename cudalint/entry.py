@@ -2,13 +2,15 @@
 
 Kept apart from cudalint.cli so that a traced program's start-up does not pay for importing click.
 """
-from __future__ import annotations
-
 import sys
-from typing import Optional
+
+from cudalint.safepath import trust_sys_path
+
+# before any other import: `python -m cudalint` put the current folder (the tree to lint) first
+trust_sys_path()
 
 
-def main(argv: Optional[list[str]] = None) -> None:
+def main(argv: "list[str] | None" = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0].startswith("--trace"):
         from cudalint.trace import run_from_cli

@@ -25,6 +25,7 @@ from __future__ import annotations
 import difflib
 import io
 import os
+import signal
 import stat
 import sys
 import tempfile
@@ -138,13 +139,41 @@ def load(path: str) -> Union[Loaded, str]:
     return Loaded(path, data, decoded.text, encoding)
 
 
-def write_atomic(loaded: Loaded, text: str) -> Optional[str]:
-    """Replace the file with `text`, all or nothing. Returns a problem, or None when written."""
+def _inside(real: str, roots: Sequence[str]) -> bool:
+    return any(real == root or os.path.commonpath([real, root]) == root for root in roots)
+
+
+def refusal(path: str, roots: Sequence[str], st: os.stat_result) -> Optional[str]:
+    """Why `--fix` must not rewrite this file, with a `help:` line; None when it may. `roots` are the
+    real paths of what the user named: a fix never leaves them through a symbolic link, and never
+    splits a hard-linked file (a new file under one name, the old code under the others)."""
+    real = os.path.realpath(path)
+    if not _inside(real, roots):
+        return (
+            f"{path}: not fixed: it is a symbolic link to {real}, outside the paths being fixed\n"
+            f"help: if that file is yours to change, run `cudalint --fix {real}`"
+        )
+    if st.st_nlink > 1:
+        return (
+            f"{path}: not fixed: the file has {st.st_nlink} hard links, and a fix writes a new file: "
+            "the other names would keep the old code\n"
+            "help: apply the fix by hand (`cudalint --diff` shows it), or give this name its own copy and run --fix again"
+        )
+    return None
+
+
+def write_atomic(loaded: Loaded, text: str, roots: Sequence[str] = ()) -> Optional[str]:
+    """Replace the file with `text`, all or nothing. Returns a problem, or None when written.
+    `roots`: the real paths of what the user named (cudalint.fix.refusal); () when not checked."""
     real = os.path.realpath(loaded.path)
     try:
         st = os.stat(real)
     except OSError as exc:
         return f"{loaded.path}: not fixed: {exc.strerror or exc}"
+    if roots:
+        refused = refusal(loaded.path, roots, st)
+        if refused:
+            return refused
     # root may write anything: honour the file's mode bits anyway, a read-only file stays as it is
     if not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(real, os.W_OK):
         return f"{loaded.path}: not fixed: the file is read-only"
@@ -154,6 +183,10 @@ def write_atomic(loaded: Loaded, text: str) -> Optional[str]:
         return f"{loaded.path}: not fixed: the fix cannot be encoded as {loaded.encoding}: {exc.reason}"
     directory = os.path.dirname(real) or "."
     tmp = None
+    # SIGINT and SIGTERM wait while the temporary file exists: an interrupted --fix leaves the old
+    # file or the new one, and nothing else (they are delivered once it is renamed or removed)
+    blocked = {signal.SIGINT, signal.SIGTERM}
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, blocked) if hasattr(signal, "pthread_sigmask") else None
     try:
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(real)}.", suffix=".cudalint-tmp")
         with os.fdopen(fd, "wb") as fh:
@@ -176,6 +209,8 @@ def write_atomic(loaded: Loaded, text: str) -> Optional[str]:
                 os.unlink(tmp)
             except OSError:
                 pass
+        if old_mask is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
     return None
 
 
@@ -812,9 +847,10 @@ def fix_paths(paths: Sequence[str], config, write: bool = True) -> FixOutcome:
     fixed_findings = [fx.finding for p in changed for fx in accepted[p]]
     diff = "".join(_diff(p, loaded[p].text, new_texts[p]) for p in changed)
     written: list[str] = []
+    roots = [os.path.realpath(p) for p in paths]
     if write:
         for p in changed:
-            problem = write_atomic(loaded[p], new_texts[p])
+            problem = write_atomic(loaded[p], new_texts[p], roots)
             if problem:
                 problems.append(problem)
                 fixed_findings = [f for f in fixed_findings if f.path != p]

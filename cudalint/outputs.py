@@ -37,10 +37,15 @@ def render(findings, files: int, fmt: str, statistics: bool, colour: bool, hints
 
 def emit(content: str, output_file: Optional[str]) -> None:
     if output_file is None:
-        click.echo(content, nl=False)
+        try:
+            click.echo(content, nl=False)
+        except UnicodeEncodeError:  # a file name that is not UTF-8 (PEP 383 surrogates): its own bytes
+            sys.stdout.flush()
+            sys.stdout.buffer.write(content.encode(sys.stdout.encoding or "utf-8", "surrogateescape"))
+            sys.stdout.flush()
         return
     try:
-        with open(output_file, "w", encoding="utf-8", newline="") as fh:
+        with open(output_file, "w", encoding="utf-8", newline="", errors="surrogateescape") as fh:
             fh.write(content)
     except OSError as exc:
         raise OutputError(f"cannot write the report to {output_file}: {exc.strerror or exc}") from exc

@@ -21,23 +21,39 @@ def module_name(path: PurePath, packages: Optional[dict[str, str]] = None) -> tu
     is_package = name == "__init__.py"
     package = _package_of(head, {} if packages is None else packages)
     stem = "" if is_package else (name[:-3] if name.endswith(".py") else os.path.splitext(name)[0])
-    return ".".join(p for p in (package, stem) if p), is_package
+    dotted = ".".join(p for p in (package, stem) if p)
+    if not dotted.isascii() and not _encodable(dotted):
+        return "", is_package  # a name that is not UTF-8 bytes: no import statement can name it
+    return dotted, is_package
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
 
 
 def _package_of(directory: str, known: dict[str, str]) -> str:
-    """The dotted package a directory is ("" none), from the `__init__.py` files above it."""
-    got = known.get(directory)
-    if got is None:
-        parent, name = os.path.split(directory)
-        if not os.path.isfile(os.path.join(directory, "__init__.py")):
-            got = ""
-        elif parent == directory or not name:
-            got = name
-        else:
-            above = _package_of(parent, known)
-            got = f"{above}.{name}" if above else name
-        known[directory] = got
-    return got
+    """The dotted package a directory is ("" none), from the `__init__.py` files above it. A loop,
+    not recursion: a tree may nest packages deeper than Python's recursion limit."""
+    chain: list[tuple[str, str]] = []  # (directory, its name) from `directory` up, not yet known
+    cur = directory
+    while cur not in known:
+        parent, name = os.path.split(cur)
+        if not os.path.isfile(os.path.join(cur, "__init__.py")):
+            known[cur] = ""
+            break
+        if parent == cur or not name:
+            known[cur] = name
+            break
+        chain.append((cur, name))
+        cur = parent
+    above = known[cur]
+    for folder, name in reversed(chain):
+        above = known[folder] = f"{above}.{name}" if above else name
+    return known[directory]
 
 
 @dataclass

@@ -28,11 +28,14 @@ from cudalint.catalogue import Catalogue, load_catalogue
 from cudalint.findings import Finding
 from cudalint.ir import ModuleIR
 from cudalint.project import module_name
+from cudalint.safepath import enter, trusted_cwd
 from cudalint.serialize import encode
 
 if TYPE_CHECKING:
     from cudalint.prefilter import Scan
 
+# file names are bytes: one that is not UTF-8 reaches us with surrogates (PEP 383), and goes back so
+_NAMES = ("utf-8", "surrogateescape")
 # below this many files a pool costs more (interpreter start-up, imports) than it saves
 PARALLEL_MIN_FILES = 64
 # ...but a file this big takes longer to scan than a worker takes to start: see _Pool.map_scans
@@ -124,9 +127,9 @@ def load_files(
         scan_all(todo)
         run_key = ""
         if cache is not None and run_salt is not None:
-            h = hashlib.sha256(f"{salt}\0{run_salt}\0{prefilter}\0{sorted(judged)}".encode())
+            h = hashlib.sha256(f"{salt}\0{run_salt}\0{prefilter}\0{sorted(judged)}".encode(*_NAMES))
             for info in infos:
-                h.update(f"\0{info.path}\0{keys.get(info.path, '')}".encode())
+                h.update(f"\0{info.path}\0{keys.get(info.path, '')}".encode(*_NAMES))
             for path in sorted(problems):
                 h.update(json.dumps(encode(problems[path])).encode())
             run_key = h.hexdigest()
@@ -152,7 +155,7 @@ def load_files(
             from cudalint.prefilter import select  # (not needed by a run the cache answers whole)
 
             with paused_gc():
-                chosen = set(scans) if not prefilter else select(scans, {i.path: i.module for i in infos if i.path in scans}, judged)
+                chosen = set(scans) if not prefilter else _deep(lambda: select(scans, {i.path: i.module for i in infos if i.path in scans}, judged))
             broken = {p for p, sc in scans.items() if not sc.syntax_ok}
             present = set(scans)
             if memo is not None:
@@ -183,7 +186,9 @@ def load_files(
                 results[info.path] = hit
             else:
                 work.append((info, keys[info.path], want, salt))
-        for path, result in pool.map(_summary_task, work, cache_dir=cache_dir):
+        for path, result, changed in pool.map(_summary_task, work, cache_dir=cache_dir):
+            if changed:  # edited while this run read it: these findings stand for no one input
+                run_key = ""
             if result is None:
                 continue
             results[path] = result
@@ -214,14 +219,14 @@ def load_files(
 def _selection_key(cache: Cache, infos: list[FileInfo], keys: dict[str, str], digests: dict, judged: Iterable[str]) -> Optional[str]:
     """Names what `select` depends on: every file's path, module name and scan. None: a scan's
     digest is unknown (a file given as text, an index entry of an older form)."""
-    h = hashlib.sha256(f"{cache.salt}\0{sorted(judged)}".encode())
+    h = hashlib.sha256(f"{cache.salt}\0{sorted(judged)}".encode(*_NAMES))
     for info in infos:
         if info.path not in keys:
             continue  # unreadable: not in the selection either way
         digest = digests.get(info.path)
         if digest is None:
             return None
-        h.update(f"\0{info.path}\0{info.module}\0{info.is_package}\0{digest}".encode())
+        h.update(f"\0{info.path}\0{info.module}\0{info.is_package}\0{digest}".encode(*_NAMES))
     return h.hexdigest()
 
 
@@ -292,13 +297,16 @@ def _scan_task(
     except OSError:
         stamp = None
     data = _read(info)
+    if not isinstance(data, Finding):
+        data = source.too_big(info.path, data) or data
     if isinstance(data, Finding):
         return info.path, "", data, None, None
     from cudalint.prefilter import scan_tree, surely_selected
 
     key = Cache.make_key(salt, info.path, info.module, data)
     catalogue = _catalogue(extra)
-    found, tree = scan_tree(data, catalogue, info.module, info.is_package, calls=calls, stops=stops)
+    # (a function of 600 `elif ... raise` arms nests its stop formula 600 deep)
+    found, tree = _deep(lambda: scan_tree(data, catalogue, info.module, info.is_package, calls=calls, stops=stops))
     summary = None
     # (the scan parsed the bytes with every line end made `\n`: the summary wants the file's own)
     if tree is not None and judged and surely_selected(found.kinds, judged) and b"\r" not in data:
@@ -319,22 +327,23 @@ def _deliver(info: FileInfo, key: str, salt: str, result: Union[ModuleIR, Findin
     if cache_dir is not None and info.cached:
         from pathlib import Path
 
-        # the key was made from the bytes read in pass 1; a file changed since is summarized
-        # under its old key, which a later run never asks for
         _deep(lambda: Cache(directory=Path(cache_dir), salt=salt).put(key, result))
     return result
 
 
-def _summary_task(item: tuple[FileInfo, str, bool, str], extra, cache_dir: Optional[str]) -> tuple[str, Any]:
-    """(path, summary or CUD900 finding); None: a skipped file that parses after all (it changed)."""
+def _summary_task(item: tuple[FileInfo, str, bool, str], extra, cache_dir: Optional[str]) -> tuple[str, Any, bool]:
+    """(path, summary or CUD900 finding, whether the bytes changed since pass 1 read them); None:
+    a skipped file that parses after all (it changed). The summary is cached under the key of the
+    bytes it was made from, never under pass 1's key for other bytes."""
     info, key, want, salt = item
     data = _read(info)
     if isinstance(data, Finding):
-        return info.path, data
+        return info.path, data, True
+    now = Cache.make_key(salt, info.path, info.module, data)
     result = summarize_bytes(info.path, data, info.module, info.is_package, _catalogue(extra))
     if isinstance(result, ModuleIR) and not want:
-        return info.path, None
-    return info.path, _deliver(info, key, salt, result, cache_dir)
+        return info.path, None, now != key
+    return info.path, _deliver(info, now, salt, result, cache_dir), now != key
 
 
 def _deep(fn: Callable[[], Any]) -> Any:
@@ -397,14 +406,15 @@ class _Pool:
         one finds which functions may never return and makes the summary (from its own tree). On
         one huge module these are the halves of the run, and they need not wait for each other."""
         serial = self.jobs <= 1 or len(items) < PARALLEL_MIN_FILES
-        big = [i for i, item in enumerate(items) if _size(item[0]) >= BIG_FILE_BYTES] if serial and self.cores > 1 else []
+        big = [i for i, item in enumerate(items) if _worth_splitting(item[0])] if serial and self.cores > 1 else []
         if not big:
             return self.map(_scan_task, items, judged=judged, cache_dir=cache_dir)
         import pickle  # (a serial run with no big file never needs it)
 
         if self.beside is None:
             self.beside = _executor(1)
-        futures = {i: self.beside.submit(_run_chunk, "_scan_task", [items[i]], self.extra, {"stops": False}) for i in big}
+        with trusted_cwd():  # (workers start here)
+            futures = {i: self.beside.submit(_run_chunk, "_scan_task", [items[i]], self.extra, {"stops": False}) for i in big}
         out: list = [None] * len(items)
         with paused_gc():
             for i, item in enumerate(items):
@@ -439,7 +449,8 @@ class _Pool:
         # many small chunks keep both workers busy to the end; order is restored by `map`
         size = max(1, min(64, len(items) // (self.jobs * 8)))
         chunks = [items[i : i + size] for i in range(0, len(items), size)]
-        parts = self.executor.map(_run_chunk, [fn.__name__] * len(chunks), chunks, [self.extra] * len(chunks), [kwargs] * len(chunks))
+        with trusted_cwd():  # (workers start here: Executor.map submits every chunk at once)
+            parts = self.executor.map(_run_chunk, [fn.__name__] * len(chunks), chunks, [self.extra] * len(chunks), [kwargs] * len(chunks))
         return (result for part in parts for result in pickle.loads(part))
 
     def close(self) -> None:
@@ -449,16 +460,27 @@ class _Pool:
 
 
 def _executor(workers: int) -> Any:
+    """Spawned workers that import nothing from the linted tree (cudalint.safepath): they, and the
+    helper process multiprocessing starts, start in the standard library's folder; the workers
+    enter the run's folder before their first task."""
     from concurrent.futures import ProcessPoolExecutor  # (a run served by the cache never needs it)
     from multiprocessing import get_context
 
-    return ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"))
+    # (the pool's queues start multiprocessing's resource tracker, another `python -c` process)
+    with trusted_cwd() as here:
+        return ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"), initializer=enter, initargs=(here,))
 
 
-def _size(info: FileInfo) -> int:
-    if info.text is not None:
-        return len(info.text)
+def _worth_splitting(info: FileInfo) -> bool:
+    """A file big enough that scanning it in two processes saves time, yet small enough that two
+    syntax trees of it at once stay within the memory one big file may take (source.MAX_WORDS)."""
     try:
-        return os.stat(info.path).st_size
+        size = len(info.text) if info.text is not None else os.stat(info.path).st_size
     except OSError:
-        return 0
+        return False
+    if size < BIG_FILE_BYTES:
+        return False
+    if size <= source.MAX_WORDS:  # (half the words source.too_big allows: it cannot hold more)
+        return True
+    data = _read(info)
+    return isinstance(data, bytes) and source.words(data) <= source.MAX_WORDS // 2

@@ -74,7 +74,7 @@ class _Paths:
         rel = os.path.relpath(absolute, self.root)
         if rel == os.curdir or rel.startswith(os.pardir):
             return {"uri": Path(absolute).as_uri()}
-        return {"uri": quote(rel.replace(os.sep, "/")), "uriBaseId": "%SRCROOT%"}
+        return {"uri": quote(os.fsencode(rel.replace(os.sep, "/"))), "uriBaseId": "%SRCROOT%"}  # (a name that is not UTF-8: its own bytes, escaped)
 
 
 def _region(line: int, column: int, end_line: Optional[int] = None, end_column: Optional[int] = None) -> dict:

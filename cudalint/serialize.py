@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import typing
 from typing import Any
 
 from cudalint import ir
@@ -26,6 +27,24 @@ _FIELDS: dict[type, tuple[str, ...]] = {cls: tuple(f.name for f in dataclasses.f
 # class name -> the class and its fields' names
 _BY_NAME: dict[str, tuple[type, frozenset[str]]] = {name: (cls, frozenset(_FIELDS[cls])) for name, cls in _CLASSES.items()}
 _SCALARS = (str, int, float, bool, type(None))
+
+
+def _expected(cls: type) -> dict[str, type]:
+    """Field name -> the one type its decoded value must have, for the fields whose annotation
+    names one (str, int, bool, a tuple, a dict); the rest (unions, `object`) are not checked."""
+    hints = typing.get_type_hints(cls)
+    out: dict[str, type] = {}
+    for name in _FIELDS[cls]:
+        hint = hints.get(name)
+        origin = typing.get_origin(hint) or hint
+        if origin in (str, int, bool, tuple, dict):
+            out[name] = origin  # type: ignore[assignment]
+    return out
+
+
+# a decoded entry whose fields have other types is damaged: a miss (cudalint.cache), never a crash
+# later; made on first use (a run the cache answers whole decodes only its findings)
+_SHAPES: dict[str, dict[str, type]] = {}
 
 
 def encode(value: Any) -> Any:
@@ -58,8 +77,8 @@ def decode(value: Any) -> Any:
         name = value.get("_")
         if name == "dict":
             return {decode(k): decode(v) for k, v in value["items"]}
-        cls, names = _BY_NAME.get(name) or _unknown(name)
-        return cls(**{k: v if type(v) in _SCALARS else decode(v) for k, v in value.items() if k in names})
+        _cls, names = _BY_NAME.get(name) or _unknown(name)
+        return _make(name, {k: v if type(v) in _SCALARS else decode(v) for k, v in value.items() if k in names})
     return value
 
 
@@ -78,8 +97,18 @@ def _built(obj: dict) -> Any:
     name = obj.get("_")
     if name == "dict":
         return {(_tuple(k) if type(k) is list else k): (_tuple(v) if type(v) is list else v) for k, v in obj["items"]}
-    cls, names = _BY_NAME.get(name) or _unknown(name)
-    return cls(**{k: _tuple(v) if type(v) is list else v for k, v in obj.items() if k in names})
+    _cls, names = _BY_NAME.get(name) or _unknown(name)
+    return _make(name, {k: _tuple(v) if type(v) is list else v for k, v in obj.items() if k in names})
+
+
+def _make(name: str, fields: dict) -> Any:
+    shape = _SHAPES.get(name)
+    if shape is None:
+        shape = _SHAPES[name] = _expected(_BY_NAME[name][0])
+    for k, want in shape.items():
+        if k in fields and type(fields[k]) is not want:
+            raise ValueError(f"{name}.{k}: {type(fields[k]).__name__} where {want.__name__} belongs")
+    return _BY_NAME[name][0](**fields)
 
 
 def _unknown(name: object) -> Any:

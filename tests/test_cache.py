@@ -1,4 +1,4 @@
-"""The summary cache: same findings with and without it, plain JSON, safe against corruption."""
+"""The summary cache: same findings with and without it, signed plain JSON, safe against corruption."""
 from __future__ import annotations
 
 import json
@@ -13,6 +13,13 @@ from tests.fixture_expectations import FIXTURES
 
 def _findings(result):
     return [f.to_json() for f in result.findings]
+
+
+def entry_json(path: Path):
+    """A cache entry's value: a signature line (cudalint.cache_files), then plain JSON."""
+    head, newline, body = path.read_bytes().partition(b"\n")
+    assert newline and head.startswith(b"cudalint-cache-1 ") and len(head) == len(b"cudalint-cache-1 ") + 64
+    return json.loads(body)
 
 
 def test_cached_and_uncached_findings_are_identical(tmp_path: Path, monkeypatch) -> None:
@@ -43,7 +50,7 @@ def test_entries_are_reused_when_one_file_changes(tmp_path: Path) -> None:
     assert _findings(cold) == _findings(warm) == _findings(lint_paths([str(src)]))
 
 
-def test_cache_entries_are_plain_json_and_corruption_is_a_miss(tmp_path: Path) -> None:
+def test_cache_entries_are_signed_plain_json_and_corruption_is_a_miss(tmp_path: Path) -> None:
     src = tmp_path / "proj"
     shutil.copytree(FIXTURES / "CUD001" / "cross_module", src)
     cache = Cache.open(tmp_path / "cache", load_catalogue())
@@ -51,7 +58,7 @@ def test_cache_entries_are_plain_json_and_corruption_is_a_miss(tmp_path: Path) -
     entries = sorted((tmp_path / "cache").rglob("*.json"))
     assert entries
     for entry in entries:
-        json.loads(entry.read_text())  # JSON, not pickle
+        entry_json(entry)  # JSON, not pickle
         entry.write_text("{not json")
     again = Cache.open(tmp_path / "cache", load_catalogue())
     second = lint_paths([str(src)], cache=again)
@@ -78,12 +85,12 @@ def _index_files(cache_dir: Path) -> tuple[dict, dict]:
     shards = sorted((cache_dir / "index").glob("*.scans-*"))
     assert {k[0] for k in scans_keys(idx)} <= {p.name[-1] for p in shards}  # one file per first digit
     for shard in shards:
-        scans.update(json.loads(shard.read_text()))
-    return json.loads(idx.read_text()), scans
+        scans.update(entry_json(shard))
+    return entry_json(idx), scans
 
 
 def scans_keys(idx: Path) -> list[str]:
-    return [v[2] for v in json.loads(idx.read_text()).values()]
+    return [v[2] for v in entry_json(idx).values()]
 
 
 def test_scans_are_kept_apart_from_the_index_and_old_ones_are_dropped(tmp_path: Path) -> None:

@@ -1,0 +1,202 @@
+"""The cache's files, read as untrusted input and written only where they belong.
+
+A cache folder may come from a tarball, a clone or an attacker. What it holds must never change what
+cudalint reports, make it write outside the folder, or stop a run. So every entry:
+
+- is signed: its first line is an HMAC-SHA256, under a key that never leaves this machine, of the
+  entry's name inside the folder and of its content. An entry cudalint did not write here (planted,
+  copied from elsewhere, renamed, damaged, truncated) fails the check and is a miss. The key is
+  `CUDALINT_CACHE_KEY` when set (CI restoring a cache between machines sets the same secret on
+  each), else 32 random bytes in `$XDG_CACHE_HOME/cudalint/key` (`~/.cache/cudalint/key`), made
+  once, readable by its owner only. Without a key there is no cache: every entry is a miss.
+- is named by cudalint alone: names come from hex digests and fixed folder names; a name read from
+  the cache (an index entry's key) is used only if it is a hex digest (`is_key`).
+- stays inside the folder: a folder that is a symbolic link is not followed; before a write, the
+  target's folder must resolve inside the cache folder; files are created new (never opened for
+  writing where they are) and renamed into place, so a link planted at an entry's name is replaced,
+  not written through. Files cudalint did not create (`.gitignore`, `CACHEDIR.TAG`) are never
+  overwritten.
+- is bounded: an entry larger than MAX_ENTRY_BYTES is a miss, not a read.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+MAX_ENTRY_BYTES = 512 * 1024 * 1024
+_HEADER = b"cudalint-cache-1 "
+_HEX = re.compile(r"[0-9a-f]{16,64}\Z")
+_KEY_ENV = "CUDALINT_CACHE_KEY"
+
+
+def is_key(value: object) -> bool:
+    """A content key or digest as cudalint makes them (lowercase hex): the only names read from the
+    cache that may become part of a path."""
+    return isinstance(value, str) and _HEX.match(value) is not None
+
+
+_secret_memo: dict[str, Optional[bytes]] = {}
+
+
+def secret() -> Optional[bytes]:
+    """This machine's signing key (see the module doc); None when it can be neither read nor made."""
+    env = os.environ.get(_KEY_ENV)
+    if env:
+        return hashlib.sha256(env.encode("utf-8", "surrogateescape")).digest()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    path = os.path.join(base, "cudalint", "key")
+    if path not in _secret_memo:
+        _secret_memo[path] = _read_or_make_key(path)
+    return _secret_memo[path]
+
+
+def _read_or_make_key(path: str) -> Optional[bytes]:
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            try:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+                    return None  # not ours alone: anyone who can read it could sign entries
+                data = os.read(fd, 64)
+            finally:
+                os.close(fd)
+            return data if len(data) == 32 else None
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return None
+        try:
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        except FileExistsError:
+            continue  # another run made it meanwhile: read theirs
+        except OSError:
+            return None
+        try:
+            os.write(fd, os.urandom(32))
+        finally:
+            os.close(fd)
+    return None
+
+
+def usable_root(directory: Path) -> Optional[Path]:
+    """The cache folder to use, or None: a symbolic link (committed in a repository, say) is never
+    followed out of place, nor is anything but a folder used."""
+    try:
+        st = os.lstat(directory)
+    except FileNotFoundError:
+        return directory
+    except OSError:
+        return None
+    return directory if stat.S_ISDIR(st.st_mode) else None
+
+
+def _mac(key: bytes, name: str, payload: bytes) -> bytes:
+    return hmac.new(key, name.encode("utf-8", "surrogateescape") + b"\0" + payload, hashlib.sha256).hexdigest().encode()
+
+
+def read(root: Path, name: str, parse: Callable[[bytes], Any] = json.loads) -> Optional[Any]:
+    """The value of entry `name` (a path relative to `root`, '/'-separated), or None: missing,
+    unsigned or wrongly signed, too big, not a regular file, or `parse` refused it."""
+    key = secret()
+    if key is None:
+        return None
+    try:
+        fd = os.open(root / name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_ENTRY_BYTES:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read(MAX_ENTRY_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    head, sep, payload = data.partition(b"\n")
+    if not sep or not head.startswith(_HEADER) or len(data) > MAX_ENTRY_BYTES:
+        return None
+    if not hmac.compare_digest(head[len(_HEADER):], _mac(key, name, payload)):
+        return None
+    try:
+        return parse(payload)
+    except (ValueError, TypeError, KeyError, RecursionError, AttributeError):
+        return None
+
+
+def write(root: Path, name: str, payload: bytes) -> None:
+    """Sign `payload` and put it at `name`, atomically; never outside `root`, never a failure (a
+    read-only or full disk only costs time)."""
+    key = secret()
+    if key is None:
+        return
+    target = root / name
+    try:
+        if not _prepare(root) or not _contained(root, target.parent):
+            return  # a folder inside the cache is a link that leads out of it
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not _contained(root, target.parent):
+            return
+        import tempfile  # (a run the cache answers whole writes nothing)
+
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(_HEADER + _mac(key, name, payload) + b"\n")
+                fh.write(payload)
+            os.replace(tmp, target)  # readers see the old entry or the new one, never half of one
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+    except (OSError, ValueError):
+        pass
+
+
+def _contained(root: Path, folder: Path) -> bool:
+    """Whether `folder`, or the nearest part of it that exists, resolves inside `root`."""
+    real_root = os.path.realpath(root)
+    here = folder
+    while not os.path.lexists(here) and here != root and here.parent != here:
+        here = here.parent
+    real = os.path.realpath(here)
+    return real == real_root or os.path.commonpath([real, real_root]) == real_root
+
+
+_TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by cudalint.\n"
+
+
+_prepared: set = set()
+
+
+def _prepare(root: Path) -> bool:
+    """Make the folder, with the files that keep it out of version control and backups (like ruff
+    and pytest): each created only where no file of that name exists. False: not a usable folder."""
+    if root in _prepared:
+        return True
+    if usable_root(root) is None:
+        return False
+    if not root.exists():
+        root.mkdir(parents=True, exist_ok=True)
+        if usable_root(root) is None:
+            return False
+    for name, text in ((".gitignore", "# Automatically created by cudalint.\n*\n"), ("CACHEDIR.TAG", _TAG)):
+        try:
+            fd = os.open(root / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        except OSError:
+            continue  # there already (ours or not: never overwritten), or not writable
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    _prepared.add(root)
+    return True
