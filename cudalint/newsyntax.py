@@ -21,11 +21,12 @@ What cannot be rewritten yields one CUD900 that names the construct and the Pyth
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Optional, Union
+from typing import TYPE_CHECKING, Callable, Iterator, Optional, Union
 
 import libcst as cst  # this module is imported only when CPython refused a file
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst._nodes.internal import CodegenState
 
 from cudalint.findings import Finding
 
@@ -58,10 +59,10 @@ def parse_newer(text: str, path: str, error: SyntaxError) -> Union["ast.Module",
     except Exception:  # libcst refuses it too: a plain syntax error
         return None
     try:
-        positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        spans = offsets(module)
     except Exception:
         return None
-    finder = _Finder(text, positions)
+    finder = _Finder(text, spans)
     module.visit(finder)
     if finder.python2:
         return None  # `except E, e:` is Python 2 here, not PEP 758: CPython's message says so
@@ -142,36 +143,81 @@ def blank(segment: str, head: str = "") -> Optional[str]:
     return "\n".join(out)
 
 
+class _Offsets(CodegenState):
+    """libcst's code generation, counting characters: each node's span as offsets into the text.
+
+    libcst's PositionProvider computes lines and columns for every token and took 1.0 s of the
+    2.4 s the fallback needed on a 3,000-line file; offsets are what the edits need, at half the cost.
+    Same rules for the span as PositionProvider (syntactic positions: no leading whitespace).
+    """
+
+    def __init__(self, module: cst.Module) -> None:
+        super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
+        self.offset = 0
+        self.spans: dict = {}
+        self._stack: list[int] = []
+
+    def add_indent_tokens(self) -> None:
+        for token in self.indent_tokens:
+            self.offset += len(token)
+
+    def add_token(self, value: str) -> None:
+        self.offset += len(value)
+
+    def pop_trailing_newline(self) -> None:
+        pass  # only the end of the file moves, and no node's span is measured after it
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        self._stack.append(self.offset)
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        start = self._stack.pop()
+        if node not in self.spans:
+            self.spans[node] = (start, self.offset)
+
+    @contextmanager
+    def record_syntactic_position(self, node: cst.CSTNode, *, start_node=None, end_node=None) -> Iterator[None]:
+        start = self.offset
+        try:
+            yield
+        finally:
+            end = self.offset
+            if start_node is not None:
+                start = self.spans[start_node][0]
+            if end_node is not None:
+                end = self.spans[end_node][1]
+            self.spans[node] = (start, end)
+
+
+def offsets(module: cst.Module) -> dict:
+    state = _Offsets(module)
+    module._codegen(state)
+    return state.spans
+
+
 class _Finder(cst.CSTVisitor):
     """Collects the constructs newer than the running Python, and the edits that rewrite them."""
 
-    def __init__(self, text: str, positions) -> None:
+    def __init__(self, text: str, spans: dict) -> None:
         super().__init__()
         self.text = text
-        self.positions = positions
-        starts = [0]
-        for i, ch in enumerate(text):
-            if ch == "\n":
-                starts.append(i + 1)
-        self.line_starts = starts
+        self.spans = spans
         self.constructs: list[Construct] = []
         self.edits: Optional[list[Edit]] = []
         self.python2 = False
 
     # --- helpers ---------------------------------------------------------------------------------
-    def offset(self, pos) -> int:
-        return self.line_starts[pos.line - 1] + pos.column
-
     def span(self, node) -> tuple[int, int]:
-        r = self.positions[node]
-        return self.offset(r.start), self.offset(r.end)
+        return self.spans[node]
 
     def found(self, version: tuple[int, int], name: str, node) -> bool:
         """Records a construct newer than the running Python; False when this Python reads it."""
         if RUNNING >= version:
             return False
-        r = self.positions[node].start
-        self.constructs.append(Construct(version, name, r.line, r.column))
+        start = self.spans[node][0]
+        line = self.text.count("\n", 0, start) + 1
+        column = start - (self.text.rfind("\n", 0, start) + 1)
+        self.constructs.append(Construct(version, name, line, column))
         return True
 
     def edit(self, start: int, end: int, make: Callable[[str], Optional[str]]) -> None:

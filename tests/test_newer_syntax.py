@@ -100,3 +100,22 @@ def test_python2_except_is_still_reported_as_python2(tmp_path: Path) -> None:
         assert "CUD900" not in proc.stdout
     else:
         assert proc.stdout.splitlines()[0] == "py2.py:3:8: CUD900 syntax error: multiple exception types must be parenthesized (Python 2 syntax?)"
+
+
+@pytest.mark.parametrize("case", sorted({**CASES, **UNHANDLED}))
+def test_offsets_agree_with_libcst_positions(case: str) -> None:
+    """newsyntax's cheap spans are libcst's PositionProvider ranges, as offsets (the Module aside)."""
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    from cudalint.newsyntax import offsets
+
+    text = {**CASES, **UNHANDLED}[case][1]
+    module = cst.parse_module(text)
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"] + [len(text) + 1]
+    spans = offsets(module)
+    for node, r in positions.items():
+        if not isinstance(node, cst.Module):
+            want = (starts[r.start.line - 1] + r.start.column, starts[r.end.line - 1] + r.end.column)
+            assert spans[node] == want, (type(node).__name__, spans[node], want)
