@@ -51,7 +51,7 @@ def linted(request, tmp_path_factory) -> tuple[tuple[int, int], dict[str, str]]:
         if request.param == "3.10":
             pytest.fail("no Python 3.10 (the oldest supported) on this machine: install it with pyenv")
         pytest.skip(f"no Python {request.param} on this machine")
-    python = interpreters.with_dependencies(python, Path(request.config.cache.mkdir("interpreters")))
+    python = interpreters.with_dependencies(python, interpreters.home(request.config))
     work = tmp_path_factory.mktemp("newer-" + request.param)
     for name, (_, text, *_rest) in {**CASES, **UNHANDLED}.items():
         (work / f"{name}.py").write_text(text, encoding="utf-8")

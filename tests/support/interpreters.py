@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Optional
 
@@ -35,6 +36,16 @@ def runtime_requirements() -> list[str]:
     block = re.search(r"^dependencies = \[(.*?)^\]", text, re.S | re.M)
     assert block is not None, "pyproject.toml has no dependencies list"
     return [req.split(";")[0].strip() for req in re.findall(r'"([^"]+)"', block.group(1))]
+
+
+def home(config) -> Path:
+    """Where the virtualenvs are kept: pytest's cache folder, or the temp folder without the cache plugin."""
+    cache = getattr(config, "cache", None)
+    if cache is not None:
+        return Path(cache.mkdir("interpreters"))
+    path = Path(tempfile.gettempdir()) / "cudalint-test-interpreters"
+    path.mkdir(exist_ok=True)
+    return path
 
 
 def with_dependencies(python: str, home: Path) -> str:
