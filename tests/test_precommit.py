@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,9 @@ pytestmark = pytest.mark.skipif(
 @pytest.fixture()
 def repo(tmp_path: Path, request) -> tuple[Path, dict]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PRE_COMMIT_HOME")}
-    env["PRE_COMMIT_HOME"] = str(request.config.cache.mkdir("pre-commit-home"))
+    cache = getattr(request.config, "cache", None)  # absent with -p no:cacheprovider
+    home = Path(cache.mkdir("pre-commit-home")) if cache is not None else Path(tempfile.gettempdir()) / "cudalint-test-pre-commit-home"
+    env["PRE_COMMIT_HOME"] = str(home)
     env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com")
     work = tmp_path / "user-project"
     work.mkdir()
