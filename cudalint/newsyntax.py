@@ -58,12 +58,12 @@ def parse_newer(text: str, path: str, error: SyntaxError) -> Union["ast.Module",
         module = cst.parse_module(text)
     except Exception:  # libcst refuses it too: a plain syntax error
         return None
+    finder = _Finder(text, {})
     try:
-        spans = offsets(module)
-    except Exception:
+        finder.spans = offsets(module)
+        module.visit(finder)
+    except Exception:  # RecursionError on deeply nested code, or a libcst internal we rely on changed
         return None
-    finder = _Finder(text, spans)
-    module.visit(finder)
     if finder.python2:
         return None  # `except E, e:` is Python 2 here, not PEP 758: CPython's message says so
     if not finder.constructs:
