@@ -190,6 +190,11 @@ def parse(src: Source) -> Union["ast.Module", Finding]:
             warnings.simplefilter("ignore")  # invalid escape sequences and the like: not the user's concern here
             return compile(src.text, src.path, "exec", dont_inherit=True, flags=_ONLY_AST)
     except SyntaxError as exc:
+        from cudalint.newsyntax import parse_newer  # code for a newer Python: only this path pays for it
+
+        newer = parse_newer(src.text, src.path, exc)
+        if newer is not None:
+            return newer
         hint = " (Python 2 syntax?)" if _looks_like_python2(exc) else ""
         return problem(src.path, f"syntax error: {exc.msg}{hint}", line=exc.lineno or 1, column=exc.offset or 1)
     except (RecursionError, MemoryError):

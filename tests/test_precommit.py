@@ -1,4 +1,5 @@
-"""The real `pre-commit try-repo` against this checkout, in a throwaway git repository.
+"""The real `pre-commit try-repo` against this checkout, and the README's own hook block run by
+`pre-commit run --all-files` against a clone of it, each in a throwaway git repository.
 
 pre-commit builds the hook's own virtualenv and pip-installs cudalint from the checkout into it
 (its dependencies come from PyPI); the environment is kept under pytest's cache folder so a second
@@ -10,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -26,7 +28,9 @@ pytestmark = pytest.mark.skipif(
 @pytest.fixture()
 def repo(tmp_path: Path, request) -> tuple[Path, dict]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PRE_COMMIT_HOME")}
-    env["PRE_COMMIT_HOME"] = str(request.config.cache.mkdir("pre-commit-home"))
+    cache = getattr(request.config, "cache", None)  # absent with -p no:cacheprovider
+    home = Path(cache.mkdir("pre-commit-home")) if cache is not None else Path(tempfile.gettempdir()) / "cudalint-test-pre-commit-home"
+    env["PRE_COMMIT_HOME"] = str(home)
     env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com")
     work = tmp_path / "user-project"
     work.mkdir()
@@ -64,3 +68,56 @@ def test_hook_passes_when_nothing_is_staged(repo) -> None:
     proc = try_repo(work, env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "(no files to check)Skipped" in proc.stdout
+
+
+def readme_hook_block() -> str:
+    """The native hook's YAML block of README.md, as a user copies it."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("**3. pre-commit**") :]
+    start = section.index("```yaml\n") + len("```yaml\n")
+    return section[start : section.index("```\n", start)]
+
+
+@pytest.fixture()
+def cudalint_clone(tmp_path: Path, repo) -> Path:
+    """A clone of this repository at HEAD, standing in for the URL of the README's `repo:`."""
+    _, env = repo
+    clone = tmp_path / "cudalint-clone"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True, env=env)
+    return clone
+
+
+def test_readme_snippet_runs_as_written(repo, cudalint_clone: Path) -> None:
+    """README's block, verbatim but for the repository's URL: its `rev` exists and its hook finds the bug."""
+    work, env = repo
+    block = readme_hook_block()
+    url = "https://github.com/cudalint/cudalint"
+    assert f"repo: {url}\n" in block and "rev: " in block
+    (work / ".pre-commit-config.yaml").write_text(block.replace(url, str(cudalint_clone)), encoding="utf-8")
+    subprocess.run(["git", "add", "bad.py", "good.py", ".pre-commit-config.yaml"], cwd=work, check=True, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "run", "--all-files", "--color", "never"],
+        cwd=work, capture_output=True, text=True, env=env, timeout=1800,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "mutable reference" not in proc.stdout + proc.stderr  # a commit sha, not a branch
+    lines = proc.stdout.splitlines()
+    assert "bad.py:6:5: CUD001 CUDA_VISIBLE_DEVICES is set after CUDA was initialized by torch.cuda.is_available() (line 5); the driver read it then, so this write has no effect" in lines
+    assert not any(line.startswith("good.py:") for line in lines)
+
+
+def test_autoupdate_freeze_pins_the_newest_commit(repo, cudalint_clone: Path) -> None:
+    """What the README says `pre-commit autoupdate --freeze` does while cudalint has no tag."""
+    work, env = repo
+    url = "https://github.com/cudalint/cudalint"
+    config = work / ".pre-commit-config.yaml"
+    config.write_text(readme_hook_block().replace(url, str(cudalint_clone)), encoding="utf-8")
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cudalint_clone, capture_output=True, text=True, check=True).stdout.strip()
+    tags = subprocess.run(["git", "tag"], cwd=cudalint_clone, capture_output=True, text=True, check=True).stdout.split()
+    proc = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "autoupdate", "--freeze", "--color", "never"],
+        cwd=work, capture_output=True, text=True, env=env, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    if not tags:
+        assert f"    rev: {head}\n" in config.read_text(encoding="utf-8")
