@@ -151,7 +151,6 @@ def test_scan_sees_what_the_summarizer_sees() -> None:
 
 def test_cache_is_shared_safely_by_two_runs(tmp_path: Path, monkeypatch) -> None:
     """Two runs writing the same cache at once: every entry stays whole JSON, findings unchanged."""
-    import json
     import threading
 
     src = tmp_path / "proj"
@@ -168,8 +167,10 @@ def test_cache_is_shared_safely_by_two_runs(tmp_path: Path, monkeypatch) -> None
     for t in threads:
         t.join()
     assert results == [expected, expected]
+    from tests.test_cache import entry_json
+
     for entry in (tmp_path / "cache").rglob("*.json"):
-        json.loads(entry.read_text())
+        entry_json(entry)  # whole: a signature line, then JSON
 
 
 # ---------- generated programs that exercise what the selection reasons about -------------------
