@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 import threading
 
-from cudalint.trace import concurrency
+from cudalint.trace import children, concurrency
 from cudalint.trace.args import applies, short_call
 from cudalint.trace.location import sites
 from cudalint.trace.wrap import wraps
@@ -287,6 +287,9 @@ def install(state: TraceState, plan: dict[str, Any]) -> Installer:
         inst.add(name, concurrency.method_handler(state, name), "touch")
     for name in plan.get("construct", ()):
         inst.add(name, concurrency.constructor_handler(state, name), "construct")
+    # processes this one starts carry the tracer (children.py)
+    inst.add("subprocess.Popen.__init__", children.popen_handler(state), "spawn")
+    inst.add("multiprocessing.util.spawnv_passfds", children.spawnv_handler(state), "spawn")
     for module in plan.get("frozen_imports", ()):
         if module in sys.modules:
             state.emit("import", module=module, site=None, caller=None, preloaded=True)

@@ -31,7 +31,7 @@ def install_env_hook(state: TraceState, watched: Iterable[str], driver_vars: Ite
     probe_on = frozenset(driver_vars)  # variables the driver reads at cuInit: ask the driver itself
 
     def hook(event: str, args: tuple) -> None:
-        if event not in _WANTED:
+        if event not in _WANTED or state.quiet:
             return
         try:
             key = _text(args[0])
