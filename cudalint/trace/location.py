@@ -76,3 +76,19 @@ def sites(depth: int = 1) -> tuple[dict[str, Any] | None, dict[str, Any] | None]
 def _site_lib(frame: Any) -> dict[str, Any]:
     fn = frame.f_code.co_filename
     return {"path": fn, "line": frame.f_lineno, "func": frame.f_code.co_name}
+
+
+def user_stack(depth: int = 1, limit: int = 24) -> list[list[Any]]:
+    """[path, line] of every user frame above the caller, innermost first: which lines of the
+    program were on the way to an event (the witness steps of a finding are checked against it)."""
+    try:
+        frame = sys._getframe(depth + 1)
+    except ValueError:
+        return []
+    out: list[list[Any]] = []
+    while frame is not None and len(out) < limit:
+        fn = frame.f_code.co_filename
+        if is_user_file(fn):
+            out.append([_REAL.get(fn) or os.path.realpath(fn), frame.f_lineno])
+        frame = frame.f_back
+    return out

@@ -124,8 +124,9 @@ def sample(backend: NvmlBackend, pids: set[int]) -> dict[int, int]:
 
 
 class Sampler:
-    """Polls NVML for the traced process tree; emits an `nvml` event whenever the set of GPUs
-    changes, and `nvml_summary` (GPUs ever used, peak memory, the device table) on stop()."""
+    """Polls NVML for the traced process tree; emits an `nvml` event whenever the GPUs it holds or
+    their memory change (the timeline's memory curve per physical GPU), and `nvml_summary` (GPUs
+    ever used, peak memory, the device table) on stop()."""
 
     def __init__(self, backend: NvmlBackend, root_pid: int, emit: Callable[..., None],
                  interval: float = 0.25, pids: Callable[[int], set[int]] = descendants) -> None:
@@ -135,7 +136,7 @@ class Sampler:
         self.interval = interval
         self.pids = pids
         self.peak: dict[int, int] = {}
-        self.last: frozenset[int] = frozenset()
+        self.last: tuple[tuple[int, int], ...] = ()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="cudalint-nvml", daemon=True)
 
@@ -150,7 +151,7 @@ class Sampler:
             return
         for idx, mem in used.items():
             self.peak[idx] = max(self.peak.get(idx, 0), mem)
-        now = frozenset(used)
+        now = tuple(sorted(used.items()))
         if now != self.last:
             self.last = now
             self.emit("nvml", gpus={str(k): v for k, v in sorted(used.items())})

@@ -24,7 +24,7 @@ class TraceState:
         self.done: set[str] = set()  # APIs whose first call is recorded (per process)
         self.local = threading.local()  # .depth: inside an init wrapper (nested calls not recorded)
         self.quiet = False  # the tracer's own environment writes (children.refresh) are not evidence
-        self.seen_sites: set[tuple[str, int]] = set()  # (api, id(code), line) of recorded init calls
+        self.seen_sites: set[tuple[Any, ...]] = set()  # (api, code, line) of recorded init calls
 
     def emit(self, kind: str, **fields: Any) -> None:
         self.writer.emit(kind, **fields)
@@ -46,4 +46,5 @@ class TraceState:
         self.writer.after_fork_in_child()
         # the child inherits CUDA state but its own first calls are new evidence (bad-fork use)
         self.done = set()
+        self.seen_sites = set()
         self.local = threading.local()
