@@ -35,7 +35,7 @@ def install_env_hook(state: TraceState, watched: Iterable[str], driver_vars: Ite
             return
         try:
             key = _text(args[0])
-            user, caller = sites(0)
+            user, caller = sites(0, environ=True)
             fields: dict[str, Any] = {"key": key, "site": user, "caller": caller}
             if event == "os.putenv":
                 fields["op"] = "set"
