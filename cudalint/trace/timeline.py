@@ -15,6 +15,7 @@ from __future__ import annotations
 import html
 import json
 import os
+from functools import lru_cache
 from typing import Any, Sequence
 
 from cudalint.trace.correlate import TraceResult
@@ -28,6 +29,7 @@ LISTED = {"env", "init", "import", "fork", "child", "proc", "start", "spawn", "c
           "concurrent_construct", "uncaught", "exit", "start_failed", "hook_failed"}
 
 
+@lru_cache(maxsize=4096)
 def _rel(path: str, cwd: str) -> str:
     try:
         r = os.path.relpath(path, cwd)
@@ -111,6 +113,14 @@ def data(result: TraceResult, events: Sequence[dict[str, Any]], cwd: str) -> dic
         return round((float(t) - t0) * 1000, 2) if isinstance(t, (int, float)) else 0.0
 
     ev, spans, links, gpus = [], [], [], {}
+    labels: dict[str, int] = {}  # each distinct text once: a long run repeats the same few events
+
+    def text(s: str) -> int:
+        i = labels.get(s)
+        if i is None:
+            i = labels[s] = len(labels)
+        return i
+
     first_lib: set[tuple[int, str]] = set()
     last_fork: dict[int, tuple[int, float]] = {}
     spawned: dict[int, tuple[int, float]] = {}
@@ -124,7 +134,8 @@ def data(result: TraceResult, events: Sequence[dict[str, Any]], cwd: str) -> dic
         if lane is None:
             continue
         if k == "llama_span":
-            spans.append([lane, ms(e.get("t0")), ms(e.get("t")), e.get("instance"), e.get("method"), _at(e.get("site"), cwd)])
+            spans.append([lane, ms(e.get("t0")), ms(e.get("t")), e.get("instance"),
+                          text(f"{e.get('method')} at {_at(e.get('site'), cwd)}")])
             continue
         code = KINDS.get(k)
         if code is None:
@@ -135,7 +146,12 @@ def data(result: TraceResult, events: Sequence[dict[str, Any]], cwd: str) -> dic
             if key not in first_lib:
                 first_lib.add(key)
                 code = "I"  # the first CUDA initialization of this library in this process
-        ev.append([ms(e.get("t")), lane, code, e.get("seq", 0), label])
+        ev.append([ms(e.get("t")), lane, code, e.get("seq", 0), text(label)])
+        if code == "c":  # the other thread inside (or constructing) at that moment gets the mark too
+            for t in e.get("threads") or ():
+                other = lanes.get((e.get("pid"), str(t.get("name"))))
+                if other is not None and other != lane:
+                    ev.append([ms(e.get("t")), other, code, e.get("seq", 0), text(label)])
         if k == "fork":
             last_fork[e["pid"]] = (lane, ms(e.get("t")))
         elif k == "spawn" and isinstance(e.get("child"), int):
@@ -152,6 +168,7 @@ def data(result: TraceResult, events: Sequence[dict[str, Any]], cwd: str) -> dic
         lane_labels[i] = f"pid {pid} · {thread}"
     return {
         "lanes": lane_labels,
+        "labels": list(labels),
         "ev": ev,
         "spans": spans,
         "links": links,

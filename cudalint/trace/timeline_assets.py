@@ -104,7 +104,7 @@ SCRIPT = r"""
   for (var i = 0; i < D.ev.length; i++) {
     var e = D.ev[i], px = Math.round(x(e[0])), lane = e[1], kind = KINDS.indexOf(e[2]);
     var cell = lane * 8192 + px, h = hits.get(cell);
-    if (h) { h.n++; } else { hits.set(cell, {label: e[4], seq: e[3], n: 1}); }
+    if (h) { h.n++; } else { hits.set(cell, {label: D.labels[e[4]], seq: e[3], n: 1}); }
     var key = cell * 16 + kind;
     if (seen.has(key)) continue;
     seen.add(key);
@@ -117,7 +117,7 @@ SCRIPT = r"""
     else if (e[2] === "I") { g.arc(px, yy, 6, 0, 7); }
     else { g.arc(px, yy, 3.5, 0, 7); }
     g.fill();
-    if (e[2] === "I") { g.fillStyle = "#d62728"; g.fillText(e[4].split(" ")[0].slice(0, 40), px + 8, yy - 8); }
+    if (e[2] === "I") { g.fillStyle = "#d62728"; g.fillText(D.labels[e[4]].split(" ")[0].slice(0, 40), px + 8, yy - 8); }
   }
 
   cv.addEventListener("mousemove", function (ev) {
@@ -130,7 +130,8 @@ SCRIPT = r"""
       }
       overlaps.forEach(function (o) {
         if ((o[0] === lane || o[1] === lane) && mx >= x(o[2]) - 2 && mx <= x(o[3]) + 2)
-          out.push("overlap: " + D.lanes[o[4][0]] + " (" + o[4][5] + ") and " + D.lanes[o[5][0]] + " (" + o[5][5] + ") inside one context");
+          out.push("overlap: " + D.lanes[o[4][0]] + " (" + D.labels[o[4][4]] + ") and " + D.lanes[o[5][0]] + " (" +
+                   D.labels[o[5][4]] + ") inside one context");
       });
     }
     if (!out.length) { tip.hidden = true; return; }
@@ -176,5 +177,7 @@ SCRIPT = r"""
     });
   }
   document.body.setAttribute("data-drawn", String(D.ev.length));
+  // milliseconds from navigation start until drawn (benchmarks/timeline_load.py reads it)
+  document.body.setAttribute("data-ms", String(Math.round(performance.now())));
 })();
 """
