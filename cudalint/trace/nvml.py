@@ -1,6 +1,8 @@
 """The driver and NVML boundary, kept thin: everything here talks to libcuda/NVML or is a pure
-helper on what they returned. Tests replace `NvmlBackend` and the probe's `cdll` with a small double
-(there is no GPU on the test machines); `scripts/gpu-check` exercises the real path on a GPU box.
+helper on what they returned. This is the one place the tracer touches NVIDIA code, and the one
+place tests use a double: they replace `NvmlBackend` (`tests/test_trace_nvml.py`'s FakeNvml) and
+the probe's `cdll`, since there is no GPU on the test machines; `scripts/gpu-check` exercises
+every feature here for real on a GPU machine and prints a pass/fail table.
 
 * `driver_state()` (in `probe.py`, so the traced program imports nothing more) runs inside the
   traced process: side-effect free `RTLD_NOLOAD` + `cuDeviceGetCount` (3 = not initialized).
