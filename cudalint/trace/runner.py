@@ -76,6 +76,8 @@ class _Static:
         self._thread.start()
 
     def _run(self, paths: list[str]) -> None:
+        if not paths:
+            return
         try:
             self.findings.extend(self.lint(paths).findings)
         except Exception as exc:  # a crash of the analyzer must not lose the runtime evidence
@@ -206,7 +208,12 @@ def run(argv: list[str], *, module: bool, fmt: str, out: TextIO | None = None, o
         try:
             # while the program runs: the analyzer, NVML, and the modules the report needs
             if findings is None:
-                static.start([entry] if entry else [], catalogue)
+                from cudalint.trace.location import is_user_file
+
+                # `-m torch.distributed.run`: the launcher is not the user's code; the files its
+                # workers ran through are linted once the run is over
+                mine = entry and is_user_file(os.path.realpath(entry))
+                static.start([entry] if mine else [], catalogue)
             from cudalint.trace import nvml, report
             from cudalint.trace.correlate import correlate
             from cudalint.trace.events import EventWriter, read_events
