@@ -21,7 +21,7 @@ from typing import Any, Sequence
 from cudalint.trace.correlate import TraceResult
 from cudalint.trace.timeline_assets import CSS, SCRIPT
 
-MAX_ROWS = 2000  # rows of the event table; the timeline itself draws every event
+MAX_ROWS = 500  # rows of the event table (plus those a verdict links to); the timeline draws every event
 KINDS = {"env": "e", "init": "i", "import": "m", "fork": "f", "child": "p", "proc": "p", "start": "p",
          "spawn": "s", "concurrent": "c", "concurrent_construct": "c", "llama_use": "u", "exit": "x",
          "uncaught": "x"}
@@ -264,7 +264,7 @@ Evidence: {_esc(result.basis)}. <b>{_esc(summary)}</b>.</p></header>
 <div id="timeline" class="timeline"><canvas id="lanes" height="60"></canvas><div id="tip" class="tip" hidden></div></div>
 <h3>Processes</h3>{_procs(d["procs"])}
 <h3>GPU memory per physical GPU (NVML)</h3>{_gpu_text(result)}<canvas id="gpus" height="0"></canvas></section>
-<section><h2>Events</h2>{_event_rows(events, cwd, t0, wanted)}</section>
+<section class="events"><h2>Events</h2>{_event_rows(events, cwd, t0, wanted)}</section>
 <script type="application/json" id="trace-data">{payload}</script>
 <script>{SCRIPT}</script>
 </body></html>

@@ -25,6 +25,7 @@ text-align:left;vertical-align:top}th{background:#f4f4f4}
 .tip{position:absolute;background:#20232a;color:#fff;font-size:12px;padding:4px 6px;border-radius:3px;
 pointer-events:none;max-width:520px;z-index:2}
 .cursor{position:absolute;top:0;bottom:0;width:2px;background:#ff9800;pointer-events:none}
+section.events{content-visibility:auto;contain-intrinsic-size:auto 3000px}
 tr.hl{background:#fff3cd}.none{color:#666}.procs{font-size:13px;margin:0}
 """
 
