@@ -202,18 +202,18 @@ def test_cause_that_ran_after_the_write_is_refuted(tmp_path, tracer):
         os.environ["CUDA_VISIBLE_DEVICES"] = "0"
         later()
     """)
-    wrong = finding("CUD001", "prog.py", 8, CVD_MSG,
-                    witness=((6, "torch.cuda.is_available() initializes CUDA"), (8, "written here")))
+    wrong = finding("CUD001", "prog.py", 7, CVD_MSG,
+                    witness=((5, "torch.cuda.is_available() initializes CUDA"), (7, "written here")))
     r = tracer(tmp_path, ["prog.py"], [wrong])
-    assert (r.returncode, r.verdicts()) == (0, [("CUD001", 8, "refuted")])
+    assert (r.returncode, r.verdicts()) == (0, [("CUD001", 7, "refuted")])
     assert r.report["findings"][0]["evidence"] == (
-        "CUDA_VISIBLE_DEVICES='0' was written at prog.py:8 before any CUDA initialization; "
-        "the first, torch.cuda.is_available() ran at prog.py:6, came later")
+        "CUDA_VISIBLE_DEVICES='0' was written at prog.py:7 before any CUDA initialization; "
+        "the first, torch.cuda.is_available() ran at prog.py:5, came later")
 
 
 def test_a_cause_that_was_not_the_first_call_is_still_seen(tmp_path, tracer):
     """Initializing calls are recorded once per calling line, not once per process: the witness's
-    line 6 ran (second), so the finding is refuted, not "not reached"."""
+    line 5 ran (second), so the finding is refuted, not "not reached"."""
     write_program(tmp_path, """
         import os
         import torch
@@ -225,10 +225,10 @@ def test_a_cause_that_was_not_the_first_call_is_still_seen(tmp_path, tracer):
         torch.cuda.is_available()
         later()
     """)
-    wrong = finding("CUD001", "prog.py", 8, CVD_MSG,
-                    witness=((6, "torch.cuda.is_available() initializes CUDA"), (8, "written here")))
+    wrong = finding("CUD001", "prog.py", 7, CVD_MSG,
+                    witness=((5, "torch.cuda.is_available() initializes CUDA"), (7, "written here")))
     r = tracer(tmp_path, ["prog.py"], [wrong])
-    assert r.verdicts() == [("CUD001", 8, "refuted")]
+    assert r.verdicts() == [("CUD001", 7, "refuted")]
 
 
 def test_failing_program_with_a_confirmed_finding_exits_1(tmp_path, tracer):
