@@ -124,8 +124,8 @@ def test_untraced_view_of_the_environment(tmp_path):
     """The tracer's variables are in the C environment only: os.environ shows what python shows."""
     write_program(tmp_path, """
         import os, subprocess, sys
-        print(sorted(k for k in os.environ if k.startswith("CUDALINT")), os.environ.get("PYTHONPATH"))
-        subprocess.run([sys.executable, "-c", "import os; print(sorted(k for k in os.environ if 'CUDALINT' in k), "
+        print(sorted(k for k in os.environ if k.startswith("CUDALINT_TRACE")), os.environ.get("PYTHONPATH"))
+        subprocess.run([sys.executable, "-c", "import os; print(sorted(k for k in os.environ if 'CUDALINT_TRACE' in k), "
                         "os.environ.get('PYTHONPATH'))"], check=True)
     """)
     env = child_env()
