@@ -203,9 +203,9 @@ def _verdict_rows(result: TraceResult, cwd: str) -> str:
 def _event_rows(events: Sequence[dict[str, Any]], cwd: str, t0: float, wanted: set[int]) -> str:
     rows, shown, left = [], 0, 0
     for e in events:
-        if e.get("kind") not in LISTED or e.get("source") == "nvml":
-            continue
         seq = e.get("seq", 0)
+        if (e.get("kind") not in LISTED or e.get("source") == "nvml") and seq not in wanted:
+            continue
         if shown >= MAX_ROWS and seq not in wanted:
             left += 1
             continue
