@@ -78,6 +78,8 @@ def describe(e: dict[str, Any], cwd: str) -> str:
         return "process exits" + (", CUDA initialized" if e.get("cuda_initialized") else "")
     if k == "uncaught":
         return f"uncaught {e.get('error')}: {e.get('message', '')}"
+    if k == "hook_failed":
+        return f"no hook on {e.get('api')}: {e.get('error')}"
     if k == "llama_use":
         return f"{e.get('method')} on {str(e.get('cls', '')).rsplit('.', 1)[-1]}{where}"
     return str(k)
