@@ -22,7 +22,7 @@ demo: $(VENV)/.demo-installed
 	@echo "cudalint fixtures/   (findings are the point of the demo)"
 	@$(BIN)/cudalint fixtures/ || [ $$? -eq 1 ]
 
-test: $(VENV)/.test-installed
+test: $(VENV)/.test-installed chromium
 	$(BIN)/python -m pytest -q
 
 bench: $(VENV)/.test-installed
@@ -30,3 +30,11 @@ bench: $(VENV)/.test-installed
 
 clean:
 	rm -rf $(VENV) .pytest_cache .cudalint_cache
+
+# The timeline test (tests/test_trace_html.py) opens the page in a real browser: Debian's chromium,
+# installed here when missing and we may (root, apt-get); elsewhere that test is skipped.
+.PHONY: chromium
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
+		echo "chromium not installed: the timeline's browser test will be skipped"; }

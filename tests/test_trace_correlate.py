@@ -78,3 +78,20 @@ def test_the_driver_probe_overrides_call_order_where_a_driver_exists():
     assert (r.verdicts[0].status, r.verdicts[0].evidence) == (
         "confirmed", "the libcuda probe found the driver initialized (by a call the catalogue does not list) "
                      "before CUDA_VISIBLE_DEVICES='1' was written at a.py:3")
+
+
+def test_fork_whose_witness_cause_never_ran_is_not_reached():
+    f = [finding("CUD005", "a.py", 5, "fork after CUDA was initialized",
+                 witness=((2, "torch.cuda.is_available() initializes CUDA"), (5, "forks here")))]
+    fork = {"kind": "fork", "pid": 1, "site": site(5), "cuda_initialized": False, "evidence": "call order"}
+    r = run([fork], f)
+    assert [(v.status, v.evidence) for v in r.verdicts] == [(
+        "not reached", "the fork at a.py:5 ran, but the witness's first step, a.py:2 "
+        "(torch.cuda.is_available() initializes CUDA), never ran in this run, so the path the finding describes "
+        "was not taken")]
+    assert r.verdicts[0].events == (1,)  # the fork event decided it (the timeline links it)
+    r = run([fork, init(1, 2)], f)  # the cause ran, after the fork: the claim is wrong for this run
+    assert r.verdicts[0].status == "refuted"
+    # a cause seen deeper in a call stack counts as run
+    r = run([fork, dict(init(1, 9), stack=[["/p/a.py", 9], ["/p/a.py", 2]])], f)
+    assert r.verdicts[0].status == "refuted"

@@ -84,7 +84,9 @@ def test_sampler_records_gpu_changes_and_peaks():
     s.tick()
     s.stop()
     assert emitted[0] == ("nvml", {"gpus": {"0": 300 << 20, "1": 500 << 20}})
-    assert [k for k, _ in emitted] == ["nvml", "nvml_summary"]
+    # memory over time: a change of memory is a new sample, an unchanged poll is not
+    assert emitted[1] == ("nvml", {"gpus": {"0": 700 << 20, "1": 500 << 20}})
+    assert [k for k, _ in emitted] == ["nvml", "nvml", "nvml_summary"]
     assert emitted[-1][1]["used"] == {"0": 700 << 20, "1": 500 << 20}
     assert emitted[-1][1]["devices"][1] == {"index": 1, "uuid": "GPU-bbbb-1111",
                                             "pci_bus_id": "00000000:65:00.0", "name": "A100"}

@@ -56,10 +56,13 @@ def test_program_that_cannot_start_gives_2(tmp_path, tracer):
 def test_exit_status_and_uncaught_exception_are_reported(tmp_path, tracer):
     write_program(tmp_path, "import sys\nsys.exit(3)\n")
     r = tracer(tmp_path, ["prog.py"])
-    assert r.returncode == 0  # no finding confirmed: the program's own status is in the report
+    # nothing confirmed: the program's own failure is the tracer's status (CI must see it)
+    assert r.returncode == 3
     assert r.report["program"]["status"] == "exited with status 3"
+    assert r.report["exit_status"] == 3
     write_program(tmp_path, "def f():\n    raise ValueError('boom')\nf()\n")
     r = tracer(tmp_path, ["prog.py"])
+    assert r.returncode == 1
     assert r.report["program"]["status"] == "exited with status 1"
     assert r.report["program"]["uncaught"] == "ValueError"
     # the traceback is the program's, without cudalint or runpy frames
@@ -94,7 +97,7 @@ def test_sigterm_reaches_the_program(tmp_path):
     out, _ = proc.communicate(timeout=30)
     data = json.loads(report.read_text())
     assert data["program"]["status"] == "was killed by SIGTERM"
-    assert proc.returncode == 0
+    assert proc.returncode == 128 + signal.SIGTERM  # as a shell reports a killed program
 
 
 def test_sigint_reaches_the_program_as_keyboard_interrupt(tmp_path):
@@ -104,6 +107,7 @@ def test_sigint_reaches_the_program_as_keyboard_interrupt(tmp_path):
     assert out == "interrupted\n"
     assert "KeyboardInterrupt" in err
     assert json.loads(report.read_text())["program"]["status"] == "was killed by SIGINT"
+    assert proc.returncode == 130
 
 
 FAKE_CATALOGUE = """
@@ -217,7 +221,8 @@ def test_text_report(tmp_path):
     p = subprocess.run([sys.executable, "-m", "cudalint.trace", "--findings", f, "prog.py"], cwd=tmp_path,
                        env=child_env(), capture_output=True, text=True)
     assert p.returncode == 0
-    assert p.stdout == (
+    assert p.stdout == ""  # the program's stdout is the program's: the report goes to stderr
+    assert p.stderr == (
         "cudalint trace: `python prog.py` exited with status 0\n"
         "evidence: call order only (no NVIDIA driver on this machine)\n"
         "prog.py:2:1: CUD001 [refuted] CUDA_VISIBLE_DEVICES is set after CUDA was initialized\n"
@@ -296,6 +301,7 @@ def test_evidence_survives_sigkill(tmp_path):
     os.kill(int(proc.stdout.readline()), signal.SIGKILL)
     proc.communicate(timeout=30)
     assert json.loads(report.read_text())["program"]["status"] == "was killed by SIGKILL"
+    assert proc.returncode == 128 + signal.SIGKILL
     lines = [json.loads(x) for x in events.read_text().splitlines()]
     assert [(e["key"], e["value"], e["site"]["line"]) for e in lines if e["kind"] == "env"] == [
         ("CUDA_VISIBLE_DEVICES", "0", 2)]

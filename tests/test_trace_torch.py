@@ -158,3 +158,115 @@ def test_evidence_survives_os_exit(tmp_path, tracer):
     assert r.returncode == 1
     assert r.verdicts() == [("CUD001", 4, "confirmed")]
     assert r.report["program"]["status"] == "exited with status 7"
+
+
+BRANCH = """
+    import os
+    import sys
+    import torch
+
+    def setup():
+        if torch.cuda.is_available():
+            pass
+
+    def configure():
+        os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+
+    if len(sys.argv) > 1:
+        setup()
+    configure()
+"""
+
+
+def test_witness_cause_on_a_branch_not_taken_is_not_reached(tmp_path, tracer):
+    write_program(tmp_path, BRANCH)
+    r = tracer(tmp_path, ["prog.py"])  # the analyzer's finding: its witness starts at line 6
+    assert (r.returncode, r.verdicts()) == (0, [("CUD001", 10, "not reached")])
+    assert r.report["findings"][0]["evidence"].startswith(
+        "CUDA_VISIBLE_DEVICES='0' was written at prog.py:10, but the witness's first step, prog.py:6 "
+        "(torch.cuda.is_available() initializes CUDA")
+    assert r.report["findings"][0]["evidence"].endswith(
+        "never ran in this run, so the path the finding describes was not taken")
+    r = tracer(tmp_path, ["prog.py", "go"])  # the branch taken: the same finding is confirmed
+    assert (r.returncode, r.verdicts()) == (1, [("CUD001", 10, "confirmed")])
+
+
+def test_cause_that_ran_after_the_write_is_refuted(tmp_path, tracer):
+    write_program(tmp_path, """
+        import os
+        import torch
+
+        def later():
+            torch.cuda.is_available()
+
+        os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+        later()
+    """)
+    wrong = finding("CUD001", "prog.py", 7, CVD_MSG,
+                    witness=((5, "torch.cuda.is_available() initializes CUDA"), (7, "written here")))
+    r = tracer(tmp_path, ["prog.py"], [wrong])
+    assert (r.returncode, r.verdicts()) == (0, [("CUD001", 7, "refuted")])
+    assert r.report["findings"][0]["evidence"] == (
+        "CUDA_VISIBLE_DEVICES='0' was written at prog.py:7 before any CUDA initialization; "
+        "the first, torch.cuda.is_available() ran at prog.py:5, came later")
+
+
+def test_a_cause_that_was_not_the_first_call_is_still_seen(tmp_path, tracer):
+    """Initializing calls are recorded once per calling line, not once per process: the witness's
+    line 5 ran (second), so the finding is refuted, not "not reached"."""
+    write_program(tmp_path, """
+        import os
+        import torch
+
+        def later():
+            torch.cuda.is_available()
+
+        os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+        torch.cuda.is_available()
+        later()
+    """)
+    wrong = finding("CUD001", "prog.py", 7, CVD_MSG,
+                    witness=((5, "torch.cuda.is_available() initializes CUDA"), (7, "written here")))
+    r = tracer(tmp_path, ["prog.py"], [wrong])
+    assert r.verdicts() == [("CUD001", 7, "refuted")]
+
+
+def test_failing_program_with_a_confirmed_finding_exits_1(tmp_path, tracer):
+    write_program(tmp_path, """
+        import os
+        import torch
+        torch.cuda.is_available()
+        os.environ["CUDA_VISIBLE_DEVICES"] = "1"
+        raise SystemExit(5)
+    """)
+    r = tracer(tmp_path, ["prog.py"])
+    assert (r.returncode, r.verdicts()) == (1, [("CUD001", 4, "confirmed")])
+    assert r.report["program"]["status"] == "exited with status 5"
+    write_program(tmp_path, """
+        import os
+        os.environ["CUDA_VISIBLE_DEVICES"] = "1"
+        import torch
+        torch.cuda.is_available()
+        raise SystemExit(5)
+    """)
+    r = tracer(tmp_path, ["prog.py"])
+    assert (r.returncode, r.verdicts()) == (5, [])  # nothing confirmed: CI sees the program's failure
+
+
+def test_module_mode_uses_the_linters_relative_paths(tmp_path, tracer):
+    pkg = tmp_path / "app"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    write_program(pkg, """
+        import os
+        import torch
+        torch.cuda.is_available()
+        os.environ["CUDA_VISIBLE_DEVICES"] = "1"
+    """, name="main.py")
+    r = tracer(tmp_path, ["app.main"], module=True)
+    assert r.verdicts() == [("CUD001", 4, "confirmed")]
+    f = r.report["findings"][0]
+    assert f["path"] == "app/main.py"
+    assert {s["path"] for s in f["witness"]} == {"app/main.py"}
+    assert f["evidence"] == (
+        "torch.cuda.is_available() ran at app/main.py:3 before CUDA_VISIBLE_DEVICES='1' was written at app/main.py:4")

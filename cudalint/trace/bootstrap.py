@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import sys
 
-from cudalint.trace import CONFIG_VAR, hooks, process
+from cudalint.trace import CONFIG_VAR, children, hooks, process
 from cudalint.trace.events import EventWriter
 from cudalint.trace.location import _PKG_DIR
 from cudalint.trace.plan import load_plan
@@ -61,16 +61,21 @@ def _run_script(target: str) -> None:
     exec(code, namespace)
 
 
-def main(argv: list[str]) -> None:
-    events_path, plan_path = os.environ.pop(CONFIG_VAR).split("\n")
-    mode, target, args = argv[0], argv[1], argv[2:]
+def install(events_path: str, plan_path: str, *, root: bool, mode: str = "", target: str = "",
+            args: tuple = ()) -> EventWriter:
+    """Start tracing this process: the first event (`start` for the program, `proc` for a process
+    below it), then the hooks. Shared by the program's process and every child (children.py)."""
     writer = EventWriter(events_path)
     plan = load_plan(plan_path)
     state = TraceState(writer)
     env_names = sorted({e["name"] for e in plan["env"]} | {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"})
-    writer.emit("start", mode=mode, target=target, argv=[target, *args], cwd=os.getcwd(),
-                env={n: os.environ.get(n) for n in env_names}, python=sys.version.split()[0],
-                ppid=os.getppid())
+    env = {n: os.environ.get(n) for n in env_names}
+    if root:
+        writer.emit("start", mode=mode, target=target, argv=[target, *args], cwd=os.getcwd(), env=env,
+                    python=sys.version.split()[0], ppid=os.getppid())
+    else:
+        writer.emit("proc", argv=list(sys.argv), command=children.describe_command(children._command()),
+                    cwd=os.getcwd(), env=env, ppid=os.getppid())
 
     # hooks first: `-m pkg.mod` imports pkg (and whatever it imports) while looking for the module
     driver_vars = [e["name"] for e in plan["env"] if e["frozen_by"] == "init:driver"]
@@ -78,7 +83,16 @@ def main(argv: list[str]) -> None:
     process.install_fork_hooks(state)
     process.install_exit_hook(state, env_names)
     hooks.install(state, plan)
+    if root:
+        children.enable(events_path, plan_path, state)
     writer.emit("ready")
+    return writer
+
+
+def main(argv: list[str]) -> None:
+    events_path, plan_path = os.environ.pop(CONFIG_VAR).split("\n")
+    mode, target, args = argv[0], argv[1], argv[2:]
+    writer = install(events_path, plan_path, root=True, mode=mode, target=target, args=tuple(args))
 
     # `python -P` (safe_path) puts no program directory on sys.path; otherwise -c left '' there
     set_path0 = bool(sys.path) and sys.path[0] == "" and not getattr(sys.flags, "safe_path", False)

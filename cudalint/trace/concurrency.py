@@ -16,6 +16,8 @@ from __future__ import annotations
 import threading
 import types
 
+from time import time as _time
+
 from cudalint.trace.location import sites
 from cudalint.trace.wrap import wraps
 from cudalint.trace.state import TraceState
@@ -47,14 +49,14 @@ def _enter(state: TraceState, obj: Any, method: str) -> None:
             return
         user, _ = sites(0)
         name = threading.current_thread().name
-        threads[tid] = [1, method, user, name]
+        threads[tid] = [1, method, user, name, _time()]
         others = [v for t, v in threads.items() if t != tid]
     cls = type(obj).__module__ + "." + type(obj).__qualname__
     use_key = (key, tid, _key(user))
     if use_key not in _used:
         _used.add(use_key)
         state.emit("llama_use", cls=cls, instance=key, method=method, site=user)
-    for depth, other_method, other_site, other_name in others:
+    for depth, other_method, other_site, other_name, _t0 in others:
         # one event per pair of call sites: four pool threads on one line are one bug, not six
         pair = (key, tuple(sorted([_key(other_site), _key(user)])))
         if pair in _reported:
@@ -69,19 +71,33 @@ def _enter(state: TraceState, obj: Any, method: str) -> None:
         )
 
 
-def _leave(obj: Any) -> None:
+def _leave(obj: Any) -> list[Any] | None:
+    """The thread's entry when this was its outermost call (the span the timeline draws)."""
     tid = threading.get_ident()
     key = id(obj)
     with _lock:
         threads = _inside.get(key)
         if not threads or tid not in threads:
-            return
+            return None
         mine = threads[tid]
         mine[0] -= 1
         if mine[0] <= 0:
             del threads[tid]
             if not threads:
                 del _inside[key]
+            return mine
+    return None
+
+
+_spans = [0]
+MAX_SPANS = 20000  # per process: the timeline needs the shape, not every token of a long run
+
+
+def _span(state: TraceState, obj: Any, entry: list[Any] | None) -> None:
+    if entry is None or _spans[0] >= MAX_SPANS:
+        return
+    _spans[0] += 1
+    state.emit("llama_span", instance=id(obj), method=entry[1], site=entry[2], t0=round(entry[4], 6))
 
 
 def _guard_generator(state: TraceState, obj: Any, method: str, gen: Generator) -> Generator:
@@ -118,7 +134,7 @@ def method_handler(state: TraceState, name: str) -> Callable[[Any, str, Any], No
             try:
                 result = fn(self, *args, **kwargs)
             finally:
-                _leave(self)
+                _span(state, self, _leave(self))
             if isinstance(result, types.GeneratorType):
                 return _guard_generator(state, self, method, result)
             return result

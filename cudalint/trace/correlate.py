@@ -33,6 +33,7 @@ class Verdict:
     finding: Finding
     status: str
     evidence: str
+    events: tuple[int, ...] = ()  # `seq` of the events that decided it (the timeline links them)
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class RuntimeFinding:
     line: int
     message: str
     evidence: str
+    events: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,10 @@ class TraceResult:
     def confirmed(self) -> bool:
         return (any(v.status == CONFIRMED for v in self.verdicts) or bool(self.runtime)
                 or bool(self.gpu and self.gpu.mismatch))
+
+
+def _seqs(*events: dict[str, Any] | None) -> tuple[int, ...]:
+    return tuple(e["seq"] for e in events if e is not None and "seq" in e)
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -171,6 +177,28 @@ def _written(w: dict[str, Any], cwd: str) -> str:
     return f"{w['key']}{value} was written at {_at(w.get('site'), cwd)}"
 
 
+def _cause_not_run(f: Finding, tl: _Timeline, cwd: str) -> str | None:
+    """The witness's first step is the cause (the initializing call or import; the steps after it
+    are the calls leading out of it). If no CUDA initialization or import came from that line in
+    any process, the path the finding describes was not taken in this run: not reached, not refuted."""
+    if len(f.witness) < 2:
+        return None
+    cause = f.witness[0]
+    real = _real(cause.path, cwd)
+    if (real, cause.line) == (_real(f.path, cwd), f.line):
+        return None
+    for e in tl.events:
+        if e["kind"] in ("init", "import"):
+            s = e.get("site")
+            if s and s["line"] == cause.line and os.path.realpath(s["path"]) == real:
+                return None
+            for path, line in e.get("stack", ()):
+                if line == cause.line and os.path.realpath(path) == real:
+                    return None
+    return (f"the witness's first step, {os.path.relpath(real, cwd)}:{cause.line} ({cause.note}), never ran "
+            "in this run, so the path the finding describes was not taken")
+
+
 # -- per rule -----------------------------------------------------------------------------------
 def _env_vars_for(f: Finding, env_rules: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     rules = [e for e in env_rules if e.get("rule", "CUD001") == f.code]
@@ -187,11 +215,14 @@ def _cud001(f: Finding, tl: _Timeline, env_rules, cwd: str) -> Verdict:
     for w in writes:
         cause = _freezer(tl, w, rules[w["key"]]["frozen_by"])
         if cause is not None:
-            return Verdict(f, CONFIRMED, f"{_cause(cause, cwd)} before {_written(w, cwd)}")
+            return Verdict(f, CONFIRMED, f"{_cause(cause, cwd)} before {_written(w, cwd)}", _seqs(cause, w))
     w = writes[0]
+    missing = _cause_not_run(f, tl, cwd)
+    if missing is not None:
+        return Verdict(f, NOT_REACHED, f"{_written(w, cwd)}, but {missing}", _seqs(w))
     later = next((e for e in tl.events if e["kind"] == "init" and e["seq"] > w["seq"] and e.get("init") in INIT_LEVELS), None)
     tail = f"; the first, {_cause(later, cwd)}, came later" if later else "; nothing initialized CUDA"
-    return Verdict(f, REFUTED, f"{_written(w, cwd)} before any CUDA initialization{tail}")
+    return Verdict(f, REFUTED, f"{_written(w, cwd)} before any CUDA initialization{tail}", _seqs(w, later))
 
 
 def _cud005(f: Finding, tl: _Timeline, cwd: str) -> Verdict:
@@ -201,8 +232,12 @@ def _cud005(f: Finding, tl: _Timeline, cwd: str) -> Verdict:
         return Verdict(f, NOT_REACHED, f"no fork from {os.path.relpath(real, cwd)}:{f.line}")
     bad = next((e for e in forks if e.get("cuda_initialized")), None)
     if bad is not None:
-        return Verdict(f, CONFIRMED, _fork_text(bad, cwd))
-    return Verdict(f, REFUTED, f"fork at {_at(forks[0]['site'], cwd)} ran with CUDA not initialized ({forks[0].get('evidence')})")
+        return Verdict(f, CONFIRMED, _fork_text(bad, cwd), _seqs(bad))
+    missing = _cause_not_run(f, tl, cwd)
+    if missing is not None:
+        return Verdict(f, NOT_REACHED, f"the fork at {_at(forks[0]['site'], cwd)} ran, but {missing}", _seqs(forks[0]))
+    return Verdict(f, REFUTED, f"fork at {_at(forks[0]['site'], cwd)} ran with CUDA not initialized ({forks[0].get('evidence')})",
+                   _seqs(forks[0]))
 
 
 def _fork_text(e: dict[str, Any], cwd: str) -> str:
@@ -227,13 +262,13 @@ def _cud101(f: Finding, tl: _Timeline, cwd: str) -> Verdict:
     for e in tl.events:
         if e["kind"] in ("concurrent", "concurrent_construct") and any(
                 _same_line(t.get("site"), real, f.line) for t in e["threads"]):
-            return Verdict(f, CONFIRMED, _conc_text(e, cwd))
+            return Verdict(f, CONFIRMED, _conc_text(e, cwd), _seqs(e))
     uses = [e for e in tl.events if e["kind"] == "llama_use" and _same_line(e.get("site"), real, f.line)]
     if not uses:
         return Verdict(f, NOT_REACHED, f"{os.path.relpath(real, cwd)}:{f.line} never ran")
     threads = sorted({e["thread"] for e in uses})
     return Verdict(f, REFUTED, f"ran in {len(threads)} thread(s) ({', '.join(threads)}) "
-                               "but no two were inside the same context at once in this run")
+                               "but no two were inside the same context at once in this run", _seqs(*uses))
 
 
 # -- the whole ----------------------------------------------------------------------------------
@@ -267,12 +302,12 @@ def correlate(
 
     runtime: dict[tuple[str, str, int], RuntimeFinding] = {}
 
-    def add(code: str, site: dict[str, Any] | None, message: str, evidence: str) -> None:
+    def add(code: str, site: dict[str, Any] | None, message: str, evidence: str, seqs: tuple[int, ...] = ()) -> None:
         path, line = (site["path"], site["line"]) if site else ("<library code>", 0)
         key = (code, path, line)
         if key not in runtime and not has_static(code, site):
             rel = _at(site, cwd).rsplit(":", 1)[0] if site else path
-            runtime[key] = RuntimeFinding(code, rel, line, message, evidence)
+            runtime[key] = RuntimeFinding(code, rel, line, message, evidence, seqs)
 
     env_by_name = {e["name"]: e for e in env_rules}
     for e in events:
@@ -285,10 +320,10 @@ def correlate(
                         else f"{what} initialized CUDA" if how == "init" else f"import {what} read it")
                 add(rule.get("rule", "CUD001"), e.get("site"),
                     f"{e['key']} is written after {when}; the change has no effect",
-                    f"{_cause(cause, cwd)} before {_written(e, cwd)}")
+                    f"{_cause(cause, cwd)} before {_written(e, cwd)}", _seqs(cause, e))
         elif e["kind"] == "fork" and e.get("cuda_initialized"):
             add("CUD005", e.get("site"), "fork after CUDA was initialized in the parent; CUDA is unusable in the child",
-                _fork_text(e, cwd))
+                _fork_text(e, cwd), _seqs(e))
         elif e["kind"] in ("concurrent", "concurrent_construct"):
             sites = [t.get("site") for t in e["threads"]]
             if any(has_static("CUD101", s) for s in sites):
@@ -296,7 +331,7 @@ def correlate(
             cls = e["cls"].rsplit(".", 1)[-1]
             msg = (f"one {cls} is used from several threads at the same time without a lock"
                    if e["kind"] == "concurrent" else f"{cls} objects are constructed in several threads at the same time")
-            add("CUD101", sites[-1], msg, _conc_text(e, cwd))
+            add("CUD101", sites[-1], msg, _conc_text(e, cwd), _seqs(e))
 
     gpu, basis = _gpu_check(events, nvml_why)
     started = not any(e["kind"] == "start_failed" for e in events)

@@ -18,27 +18,30 @@ if TYPE_CHECKING:
 
 
 _FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+# our own references, taken before the program runs: a program that replaces os.write (to log, to
+# capture output) must neither receive the tracer's events nor be able to loop back into the tracer
+_write, _getpid, _time = os.write, os.getpid, time.time
 
 
 class EventWriter:
     def __init__(self, path: str) -> None:
         self.path = path
         self.fd = os.open(path, _FLAGS, 0o600)
-        self.pid = os.getpid()
+        self.pid = _getpid()
 
     def after_fork_in_child(self) -> None:
         # the fd is inherited and still appends to the same file; only the cached pid changes
-        self.pid = os.getpid()
+        self.pid = _getpid()
 
     def emit(self, kind: str, **fields: Any) -> None:
         fields["kind"] = kind
         fields["pid"] = self.pid
-        fields["t"] = round(time.time(), 6)
+        fields["t"] = round(_time(), 6)
         fields.setdefault("thread", threading.current_thread().name)
         data = (_dump(fields) + "\n").encode("utf-8", "replace")
         try:
             while data:
-                n = os.write(self.fd, data)
+                n = _write(self.fd, data)
                 data = data[n:]
         except OSError:
             pass  # the tracer must never break the program it watches

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import sys
 import threading
+from sys import _getframe
 
-from cudalint.trace import concurrency
+from cudalint.trace import children, concurrency
 from cudalint.trace.args import applies, short_call
-from cudalint.trace.location import sites
+from cudalint.trace.location import sites, user_stack
 from cudalint.trace.wrap import wraps
 from cudalint.trace.state import TraceState
 
@@ -203,6 +204,7 @@ def init_handler(state: TraceState, entry: dict[str, Any]) -> Handler:
             "call": short_call(name, args, kwargs),
             "site": user,
             "caller": caller,
+            "stack": user_stack(1),
         })
 
     def wrap(fn: Callable[..., Any], skip_self: bool) -> Callable[..., Any]:
@@ -210,11 +212,18 @@ def init_handler(state: TraceState, entry: dict[str, Any]) -> Handler:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             local = state.local
             depth = getattr(local, "depth", 0)
-            if depth or name in state.done:
-                return fn(*args, **kwargs)  # the fast path: first call already recorded
+            if depth:
+                return fn(*args, **kwargs)
+            # the first call per calling line is recorded: a finding's witness names a line, and
+            # "that line never ran" must not be said of a line that ran second
+            f = _getframe(1)
+            key = (name, f.f_code, f.f_lineno)
+            if key in state.seen_sites:
+                return fn(*args, **kwargs)  # the fast path
             a = args[1:] if skip_self else args
             if (match or unless) and not applies(match, unless, a, kwargs):
                 return fn(*args, **kwargs)
+            state.seen_sites.add(key)
             record(a, kwargs)  # before the call: a crash inside it still leaves the evidence
             local.depth = 1
             try:
@@ -256,6 +265,7 @@ def import_init_callback(state: TraceState, entry: dict[str, Any]) -> Callable[[
         state.record_init({
             "api": name, "init": entry.get("init"), "library": entry.get("library", ""),
             "note": entry.get("note", ""), "call": f"import {name}", "site": user, "caller": caller,
+            "stack": user_stack(1),
         })
 
     return callback
@@ -270,7 +280,7 @@ def import_event_callback(state: TraceState, module: str) -> Callable[[], None]:
             return
         seen.append(1)
         user, caller = sites(0)
-        state.emit("import", module=module, site=user, caller=caller)
+        state.emit("import", module=module, site=user, caller=caller, stack=user_stack(1))
 
     return callback
 
@@ -287,6 +297,9 @@ def install(state: TraceState, plan: dict[str, Any]) -> Installer:
         inst.add(name, concurrency.method_handler(state, name), "touch")
     for name in plan.get("construct", ()):
         inst.add(name, concurrency.constructor_handler(state, name), "construct")
+    # processes this one starts carry the tracer (children.py)
+    inst.add("subprocess.Popen.__init__", children.popen_handler(state), "spawn")
+    inst.add("multiprocessing.util.spawnv_passfds", children.spawnv_handler(state), "spawn")
     for module in plan.get("frozen_imports", ()):
         if module in sys.modules:
             state.emit("import", module=module, site=None, caller=None, preloaded=True)

@@ -1,6 +1,8 @@
 """The driver and NVML boundary, kept thin: everything here talks to libcuda/NVML or is a pure
-helper on what they returned. Tests replace `NvmlBackend` and the probe's `cdll` with a small double
-(there is no GPU on the test machines); `scripts/gpu-check` exercises the real path on a GPU box.
+helper on what they returned. This is the one place the tracer touches NVIDIA code, and the one
+place tests use a double: they replace `NvmlBackend` (`tests/test_trace_nvml.py`'s FakeNvml) and
+the probe's `cdll`, since there is no GPU on the test machines; `scripts/gpu-check` exercises
+every feature here for real on a GPU machine and prints a pass/fail table.
 
 * `driver_state()` (in `probe.py`, so the traced program imports nothing more) runs inside the
   traced process: side-effect free `RTLD_NOLOAD` + `cuDeviceGetCount` (3 = not initialized).
@@ -124,8 +126,9 @@ def sample(backend: NvmlBackend, pids: set[int]) -> dict[int, int]:
 
 
 class Sampler:
-    """Polls NVML for the traced process tree; emits an `nvml` event whenever the set of GPUs
-    changes, and `nvml_summary` (GPUs ever used, peak memory, the device table) on stop()."""
+    """Polls NVML for the traced process tree; emits an `nvml` event whenever the GPUs it holds or
+    their memory change (the timeline's memory curve per physical GPU), and `nvml_summary` (GPUs
+    ever used, peak memory, the device table) on stop()."""
 
     def __init__(self, backend: NvmlBackend, root_pid: int, emit: Callable[..., None],
                  interval: float = 0.25, pids: Callable[[int], set[int]] = descendants) -> None:
@@ -135,7 +138,7 @@ class Sampler:
         self.interval = interval
         self.pids = pids
         self.peak: dict[int, int] = {}
-        self.last: frozenset[int] = frozenset()
+        self.last: tuple[tuple[int, int], ...] = ()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="cudalint-nvml", daemon=True)
 
@@ -150,7 +153,7 @@ class Sampler:
             return
         for idx, mem in used.items():
             self.peak[idx] = max(self.peak.get(idx, 0), mem)
-        now = frozenset(used)
+        now = tuple(sorted(used.items()))
         if now != self.last:
             self.last = now
             self.emit("nvml", gpus={str(k): v for k, v in sorted(used.items())})

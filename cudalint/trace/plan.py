@@ -70,11 +70,27 @@ def _cache_dir() -> str:
     return os.path.join(base, "cudalint")
 
 
+_KEYS = {"init": list, "touch": list, "construct": list, "env": list, "frozen_imports": list, "skipped": list}
+
+
 def load_plan(path: str) -> dict[str, Any]:
     import marshal
 
     with open(path, "rb") as fh:
         return marshal.load(fh)
+
+
+def _valid(path: str) -> bool:
+    """A cached plan is untrusted: a truncated or foreign file is a miss, recomputed."""
+    try:
+        data = load_plan(path)
+    except (OSError, EOFError, ValueError, TypeError):
+        return False
+    if not isinstance(data, dict) or any(not isinstance(data.get(k), t) for k, t in _KEYS.items()):
+        return False
+    return all(isinstance(e, dict) and isinstance(e.get("name"), str) and isinstance(e.get("frozen_by"), str)
+               for e in data["env"]) and all(isinstance(e, dict) and isinstance(e.get("name"), str)
+                                             and isinstance(e.get("kind"), str) for e in data["init"])
 
 
 def cached_plan(extra: Sequence[str] = ()) -> str:
@@ -100,7 +116,7 @@ def cached_plan(extra: Sequence[str] = ()) -> str:
     raw = "\n".join(key).encode()
     digest = f"{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}"  # hashlib would cost the start-up more
     path = os.path.join(_cache_dir(), f"trace-plan-{digest}.marshal")
-    if os.path.exists(path):
+    if os.path.exists(path) and _valid(path):
         return path
     import marshal
 

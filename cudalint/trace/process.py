@@ -31,11 +31,11 @@ def install_env_hook(state: TraceState, watched: Iterable[str], driver_vars: Ite
     probe_on = frozenset(driver_vars)  # variables the driver reads at cuInit: ask the driver itself
 
     def hook(event: str, args: tuple) -> None:
-        if event not in _WANTED:
+        if event not in _WANTED or state.quiet:
             return
         try:
             key = _text(args[0])
-            user, caller = sites(0)
+            user, caller = sites(0, environ=True)
             fields: dict[str, Any] = {"key": key, "site": user, "caller": caller}
             if event == "os.putenv":
                 fields["op"] = "set"

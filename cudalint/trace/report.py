@@ -17,7 +17,7 @@ def summary(result: TraceResult) -> dict[str, int]:
     return counts
 
 
-def to_json(result: TraceResult, command: list[str]) -> dict[str, Any]:
+def to_json(result: TraceResult, command: list[str], status: int | None = None) -> dict[str, Any]:
     p = result.program
     return {
         "program": {
@@ -44,13 +44,33 @@ def to_json(result: TraceResult, command: list[str]) -> dict[str, Any]:
         },
         "unhooked": list(result.skipped_hooks),
         "summary": summary(result),
-        "exit_status": 1 if result.confirmed else 0,
+        "exit_status": (1 if result.confirmed else 0) if status is None else status,
     }
 
 
-def write(result: TraceResult, command: list[str], fmt: str, out: TextIO) -> None:
+def to_sarif(result: TraceResult, cwd: str = ".") -> dict[str, Any]:
+    """The linter's SARIF document, each result carrying its verdict and evidence as properties
+    (`cudalintVerdict`, `cudalintEvidence`); runtime-only findings are results too."""
+    from cudalint import sarif
+    from cudalint.findings import Finding
+
+    findings = [v.finding for v in result.verdicts]
+    runtime = [Finding(r.code, r.path, max(r.line, 1), 1, max(r.line, 1), 1, r.message) for r in result.runtime]
+    doc = sarif.document([*findings, *runtime], cwd)
+    run = doc["runs"][0]
+    props = [(v.status, v.evidence) for v in result.verdicts] + [("confirmed, runtime only", r.evidence)
+                                                                  for r in result.runtime]
+    for res, (status, evidence) in zip(run["results"], props):
+        res.setdefault("properties", {}).update(cudalintVerdict=status, cudalintEvidence=evidence)
+    run["invocations"] = [{"executionSuccessful": True, "properties": {"program": result.program.describe()}}]
+    return doc
+
+
+def write(result: TraceResult, command: list[str], fmt: str, out: TextIO, status: int | None = None) -> None:
     if fmt == "json":
-        out.write(json.dumps(to_json(result, command), indent=2) + "\n")
+        out.write(json.dumps(to_json(result, command, status), indent=2) + "\n")
+    elif fmt == "sarif":
+        out.write(json.dumps(to_sarif(result), indent=2) + "\n")
     else:
         out.write(text(result, command))
     out.flush()

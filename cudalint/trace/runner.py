@@ -48,26 +48,6 @@ def _terminal_already_sent(signum: int) -> bool:
         os.close(fd)
 
 
-def load_findings(path: str) -> list[Finding]:
-    """Findings as `cudalint --format json` writes them (a list, or {"findings": [...]})."""
-    from cudalint.findings import Finding, Step
-
-    import json
-
-    with open(path, encoding="utf-8") as fh:
-        data = json.load(fh)
-    items = data["findings"] if isinstance(data, dict) else data
-    out = []
-    for d in items:
-        out.append(Finding(
-            code=d["code"], path=d["path"], line=d["line"], column=d.get("column", 1),
-            end_line=d.get("end_line", d["line"]), end_column=d.get("end_column", d.get("column", 1)),
-            message=d["message"], severity=d.get("severity", "error"),
-            witness=tuple(Step(s["path"], s["line"], s["note"]) for s in d.get("witness", ())),
-        ))
-    return out
-
-
 class _Static:
     """The static analyzer, run in a thread while the program runs."""
 
@@ -96,6 +76,8 @@ class _Static:
         self._thread.start()
 
     def _run(self, paths: list[str]) -> None:
+        if not paths:
+            return
         try:
             self.findings.extend(self.lint(paths).findings)
         except Exception as exc:  # a crash of the analyzer must not lose the runtime evidence
@@ -154,8 +136,33 @@ def _module_file(name: str) -> str | None:
     return spec.origin
 
 
-def run(argv: list[str], *, module: bool, fmt: str, out: TextIO, findings_file: str | None = None,
-        catalogue: Sequence[str] = (), events_file: str | None = None) -> int:
+def exit_status(confirmed: bool, returncode: int) -> int:
+    """1 when a finding is confirmed; else the program's own failure, so that `cudalint --trace`
+    can replace `python train.py` in CI (a signal N as 128+N, as shells report it); else 0."""
+    if confirmed:
+        return 1
+    if returncode < 0:
+        return 128 - returncode
+    return returncode
+
+
+def _relative(findings: list[Finding], cwd: str) -> list[Finding]:
+    """The linter's path style: relative to the working directory when under it."""
+    from dataclasses import replace
+
+    def rel(p: str) -> str:
+        if not os.path.isabs(p):
+            return p
+        r = os.path.relpath(p, cwd)
+        return p if r.startswith(os.pardir) else r
+
+    return [replace(f, path=rel(f.path), witness=tuple(replace(s, path=rel(s.path)) for s in f.witness))
+            for f in findings]
+
+
+def run(argv: list[str], *, module: bool, fmt: str, out: TextIO | None = None, output: str | None = None,
+        html: str | None = None, findings: list[Finding] | None = None, catalogue: Sequence[str] = (),
+        events_file: str | None = None) -> int:
     if not argv:
         print("cudalint: --trace needs a program to run", file=sys.stderr)
         return 2
@@ -166,12 +173,16 @@ def run(argv: list[str], *, module: bool, fmt: str, out: TextIO, findings_file: 
         return 2
     entry = _module_file(target) if module else target
 
-    plan_path = cached_plan(tuple(catalogue))
+    try:
+        plan_path = cached_plan(tuple(catalogue))
+    except Exception as exc:  # a catalogue the options check did not see (changed since)
+        print(f"cudalint: catalogue: {exc}", file=sys.stderr)
+        return 2
     # a private directory for the event stream (tempfile's import would cost start-up time)
     tmp = os.path.join(os.environ.get("TMPDIR") or "/tmp", f"cudalint-trace-{os.getpid()}-{time.monotonic_ns()}")
     os.mkdir(tmp, 0o700)
     try:
-        events_path = events_file or os.path.join(tmp, "events.jsonl")
+        events_path = os.path.abspath(events_file) if events_file else os.path.join(tmp, "events.jsonl")
         if events_file and os.path.exists(events_file):
             os.unlink(events_file)
         env = dict(os.environ)
@@ -196,8 +207,13 @@ def run(argv: list[str], *, module: bool, fmt: str, out: TextIO, findings_file: 
         sampler, nvml_why = None, "no NVIDIA driver on this machine"
         try:
             # while the program runs: the analyzer, NVML, and the modules the report needs
-            if not findings_file:
-                static.start([entry] if entry else [], catalogue)
+            if findings is None:
+                from cudalint.trace.location import is_user_file
+
+                # `-m torch.distributed.run`: the launcher is not the user's code; the files its
+                # workers ran through are linted once the run is over
+                mine = entry and is_user_file(os.path.realpath(entry))
+                static.start([entry] if mine else [], catalogue)
             from cudalint.trace import nvml, report
             from cudalint.trace.correlate import correlate
             from cudalint.trace.events import EventWriter, read_events
@@ -224,20 +240,41 @@ def run(argv: list[str], *, module: bool, fmt: str, out: TextIO, findings_file: 
             print(f"cudalint: the traced program did not start (status {rc}); see the errors above", file=sys.stderr)
             return 2
         seen = _user_files(events) - ({os.path.realpath(entry)} if entry else set())
-        findings = static.finish(sorted(seen))
-        if findings_file:
-            findings = load_findings(findings_file)
+        cwd = os.getcwd()
+        if findings is None:
+            findings = static.finish(sorted(seen))
+        else:
             static.note = ""
+        findings = _relative(findings, cwd)
         sig = signal.Signals(-rc).name if rc < 0 else None
         result = correlate(
-            findings, events, env_rules=plan["env"], cwd=os.getcwd(), returncode=rc if rc >= 0 else None,
+            findings, events, env_rules=plan["env"], cwd=cwd, returncode=rc if rc >= 0 else None,
             signal_name=sig, nvml_why=nvml_why, static_note=static.note,
         )
-        report.write(result, command, fmt, out)
-        return 1 if result.confirmed else 0
+        status = exit_status(result.confirmed, rc)
+        if html:
+            from cudalint.trace import timeline
+
+            _write_file(html, lambda fh: fh.write(timeline.page(result, events, command, cwd)))
+        if out is not None:
+            report.write(result, command, fmt, out, status)
+        elif output and output != "-":
+            _write_file(output, lambda fh: report.write(result, command, fmt, fh, status))
+        else:
+            sys.stdout.flush()  # what the program's own (inherited) stdout still holds is not ours
+            report.write(result, command, fmt, sys.stderr, status)
+        return status
     finally:
         for name in os.listdir(tmp):
             os.unlink(os.path.join(tmp, name))
         os.rmdir(tmp)
         if os.path.basename(plan_path).startswith("cudalint-plan-"):  # the uncached fallback copy
             os.unlink(plan_path)
+
+
+def _write_file(path: str, write: Any) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            write(fh)
+    except OSError as exc:  # checked before the program ran; the folder may have gone since
+        print(f"cudalint: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)

@@ -23,6 +23,8 @@ class TraceState:
         self.first_init: dict[str, Any] | None = None
         self.done: set[str] = set()  # APIs whose first call is recorded (per process)
         self.local = threading.local()  # .depth: inside an init wrapper (nested calls not recorded)
+        self.quiet = False  # the tracer's own environment writes (children.refresh) are not evidence
+        self.seen_sites: set[tuple[Any, ...]] = set()  # (api, code, line) of recorded init calls
 
     def emit(self, kind: str, **fields: Any) -> None:
         self.writer.emit(kind, **fields)
@@ -44,4 +46,5 @@ class TraceState:
         self.writer.after_fork_in_child()
         # the child inherits CUDA state but its own first calls are new evidence (bad-fork use)
         self.done = set()
+        self.seen_sites = set()
         self.local = threading.local()
