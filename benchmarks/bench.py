@@ -25,6 +25,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CORPUS_COPY = HERE / ".corpus"
 # two venvs: flake8 runs every installed plugin, and TorchFix installs one (the issue's 11 s -> 76 s)
+REALWORLD = Path.home() / ".cache" / "cudalint-realworld"  # ../shared/realworld/fetch.sh puts the releases here
 PEER_VENVS = {"torchfix": HERE / ".venv-torchfix", "flake8": HERE / ".venv-flake8"}
 
 
@@ -173,7 +174,7 @@ def median_of(runs: int, once) -> tuple[float, float, str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--corpus", type=Path, help="a directory of Python sources [default: the installed torch]")
+    ap.add_argument("--corpus", type=Path, help="a directory of Python sources, or the name of one under ~/.cache/cudalint-realworld (vllm, transformers, ...) [default: the installed torch]")
     ap.add_argument("--limit", type=int, help="only the first N files (by path) of the corpus")
     ap.add_argument("--runs", type=int, default=3, help="runs per timed row; the median is shown [default: 3]")
     ap.add_argument("--no-peers", action="store_true", help="skip TorchFix and flake8")
@@ -184,6 +185,8 @@ def main() -> None:
     runs = max(1, opts.runs)
 
     src = opts.corpus or torch_dir()
+    if not src.exists() and (REALWORLD / src.name).is_dir():  # --corpus vllm: the downloaded release
+        src = REALWORLD / src.name
     corpus = copy_corpus(src, opts.limit)
     files = corpus_files(corpus)
     lines = sum(p.read_bytes().count(b"\n") for p in files)
@@ -239,6 +242,15 @@ def main() -> None:
             w, m, _ = median_of(runs, lambda i: cudalint(["--no-cache", tree.name], cache, tree.parent))
             row(f"generated tree, 10,000 files ({tree_lines} lines)", w, m)
             scale["tree"] = w / tree_lines
+            # issue 16: import cycles, star imports, re-export chains, __init__ fan-out (benchmarks/adversarial.py)
+            sys.path.insert(0, str(HERE))
+            from adversarial import generate
+
+            adv = Path(tmp) / "adversarial"
+            adv_lines = generate(adv, modules=2000)
+            w, m, _ = median_of(runs, lambda i: cudalint(["--no-cache", "adv"], cache, adv))
+            row(f"generated import cycles, 2,000 modules ({adv_lines} lines)", w, m)
+            scale["cycles"] = w / adv_lines
 
     peers = {}
     if not opts.no_peers:

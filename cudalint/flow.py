@@ -35,6 +35,26 @@ class Fact:
 
 State = dict  # fact key -> Fact; treated as immutable (copied on write)
 
+# The project modules whose top level already ran on a path: one frozenset of paths under this key
+# (not one fact per module), because the set is as large as the import closure and a state is
+# copied at every import, call and exposed event: per-module facts made each copy, each exposed
+# event's saved state and each summary's facts grow with the number of modules (vllm: 24 GB).
+# A frozenset is shared between the states that do not add to it, and joins by union.
+IMPORTED = "imported"
+_NONE: frozenset = frozenset()
+
+
+def imported(state: State) -> frozenset:
+    return state.get(IMPORTED, _NONE)
+
+
+def _union(a: frozenset, b: frozenset) -> frozenset:
+    if a is b or b <= a:
+        return a
+    if a <= b:
+        return b
+    return a | b
+
 
 def join(states: Iterable[Optional[State]]) -> Optional[State]:
     out: Optional[State] = None
@@ -45,7 +65,10 @@ def join(states: Iterable[Optional[State]]) -> Optional[State]:
             out = dict(st)
         else:
             for k, v in st.items():
-                out.setdefault(k, v)
+                if k == IMPORTED:
+                    out[k] = _union(out.get(k, _NONE), v)
+                else:
+                    out.setdefault(k, v)
     return out
 
 
@@ -59,14 +82,59 @@ def gen(state: State, keys: Iterable[str], fact: Fact) -> State:
     return state if new is None else new
 
 
+def _facts_only(first: State, second: State) -> State:
+    """join([first, second]) without the imported set: an exposed event's saved state is only
+    asked for facts, and merging the sets there would cost their size at every call."""
+    out = {k: v for k, v in first.items() if k != IMPORTED}
+    for k, v in second.items():
+        if k != IMPORTED:
+            out.setdefault(k, v)
+    return out
+
+
+def add_imported(state: State, paths: frozenset) -> State:
+    have = imported(state)
+    both = _union(have, paths)
+    if both is have:
+        return state
+    new = dict(state)
+    new[IMPORTED] = both
+    return new
+
+
+# The call steps to an exposed event, outermost first, as a linked list: (step, rest) or None.
+# Each caller prepends one step, sharing the callee's list; a tuple copied at every level made
+# each summary's events cost the depth of the import chain above them (2 GB on 2,000 modules).
+Link = Optional[tuple[Step, "Link"]]
+
+
 @dataclass(frozen=True)
 class Exposed:
     """An event inside a function, with the steps that lead to it from the function's entry."""
 
     event: Event
     path: str
-    chain: tuple[Step, ...]  # call steps from the function's entry to the event, outermost first
+    link: Link  # call steps from the function's entry to the event, outermost first
     local: State  # facts the function itself established before the event
+
+    @property
+    def chain(self) -> tuple[Step, ...]:
+        """The call steps as a tuple (built on each use: for messages and witnesses)."""
+        out = []
+        link = self.link
+        while link is not None:
+            out.append(link[0])
+            link = link[1]
+        return tuple(out)
+
+    @property
+    def nested(self) -> bool:
+        """Judged in a caller's walk (through at least one call or import)."""
+        return self.link is not None
+
+    @property
+    def outermost(self) -> Optional[Step]:
+        return self.link[0] if self.link is not None else None
 
 
 @dataclass(frozen=True)
@@ -79,13 +147,15 @@ EMPTY = Summary(out={}, exposed=())
 
 # A check judges an event given the facts that hold before it:
 # check(analyzer, exposed_event, lookup, prefix_steps) -> Finding | None
+# The finding is at the event's own location, and its code depends on the event only (not on the
+# state): the first finding a check makes for an event is the one reported (Analyzer.judge).
 Check = Callable[["Analyzer", Exposed, Callable[[str], Optional[Fact]], tuple[Step, ...]], Optional[Finding]]
 
 # A derivation adds facts at an event, given the facts before it (still gen-only: "the fork server
 # has started", "an environment variable was written after that"). It runs where the event happens
 # and again in every caller's state, like a check:
-# derive(event, path, chain, lookup) -> [(key, Fact), ...]
-Derive = Callable[[Event, str, tuple[Step, ...], Callable[[str], Optional[Fact]]], Iterable[tuple[str, Fact]]]
+# derive(event, path, link, lookup) -> [(key, Fact), ...]  (link: the call steps to the event, see Link)
+Derive = Callable[[Event, str, "Link", Callable[[str], Optional[Fact]]], Iterable[tuple[str, Fact]]]
 
 
 @dataclass
@@ -113,6 +183,7 @@ class Analyzer:
         self.summaries: dict[tuple[str, str], Summary] = {}
         self.in_progress: set[tuple[str, str]] = set()
         self.findings: dict[tuple, Finding] = {}
+        self.decided: set[tuple] = set()  # (check, path, event location) that already made its finding
 
     @cached_property
     def index(self) -> "ProjectIndex":
@@ -167,7 +238,14 @@ class Analyzer:
         self.findings.setdefault(key, finding)
 
     def judge(self, exposed: Exposed, state: State, prefix: tuple[Step, ...]) -> None:
-        for check in self.checks.get(exposed.event.kind, ()):
+        ev = exposed.event
+        for check in self.checks.get(ev.kind, ()):
+            # a check reports at its event, under one code per event (see Check): once it has, every
+            # later judgment of that event (in another caller's state) would make a finding that
+            # report() drops. Judging again anyway cost a finding and its witness per import path.
+            decided = (check, exposed.path, ev.loc)
+            if decided in self.decided:
+                continue
 
             def lookup(key: str, _state=state, _local=exposed.local) -> Optional[Fact]:
                 return _state.get(key) or _local.get(key)
@@ -175,6 +253,8 @@ class Analyzer:
             finding = check(self, exposed, lookup, prefix)
             if finding is not None:
                 self.report(finding)
+                if (finding.path, finding.line, finding.column) == (exposed.path, ev.loc[0], ev.loc[1]):
+                    self.decided.add(decided)
 
     # ---------- walking -----------------------------------------------------------------------
     def block(self, block: Block, state: Optional[State], w: _Walk) -> Optional[State]:
@@ -209,7 +289,7 @@ class Analyzer:
         if after1 is not None:
             # a second iteration sees what the first did; say so in the witness
             step = Step(w.mod.path, node.loc[0], "the loop runs again")
-            again = {k: (v if k in state else Fact(v.steps + (step,), v.cause)) for k, v in after1.items()}
+            again = {k: (v if k in state or k == IMPORTED else Fact(v.steps + (step,), v.cause)) for k, v in after1.items()}
             w.loops[-1] = (breaks, [])
             second = self.block(node.body, again, w)
             after2 = join([second] + w.loops[-1][1])
@@ -252,14 +332,13 @@ class Analyzer:
                 if target is None or target is w.mod:
                     continue
                 # a module's top level runs once per process: a second import finds it in sys.modules
-                key = f"imported:{target.path}"
-                if key in state:
+                if target.path in imported(state):
                     continue
                 summary = self.module_summary(target)
                 state = self.apply(summary, ev, state, w, f"{ev.text} runs {target.path}'s top level")
                 if state is None:
                     return None
-                state = gen(state, [key], Fact(steps=(Step(w.mod.path, ev.loc[0], f"{ev.text} imports {target.path}"),), cause=(ev.text, w.mod.path, ev.loc[0])))
+                state = add_imported(state, frozenset((target.path,)))
         elif kind == "call":
             target = self.project.resolve_symbol(ev.data[0], w.mod)
             if target is not None:
@@ -288,22 +367,22 @@ class Analyzer:
                 w.loops[-1][1].append(state)
             return None
         if kind in self.checks:
-            exposed = Exposed(event=ev, path=w.mod.path, chain=(), local={})
+            exposed = Exposed(event=ev, path=w.mod.path, link=None, local={})
             self.judge(exposed, state, ())
         if kind in self.checks or kind in self.derive:
-            w.exposed.append(Exposed(event=ev, path=w.mod.path, chain=(), local=state))
+            w.exposed.append(Exposed(event=ev, path=w.mod.path, link=None, local=state))
         if kind in self.derive:
-            state = self.derived(ev, w.mod.path, (), state, state.get)
+            state = self.derived(ev, w.mod.path, None, state, state.get)
         return state
 
-    def derived(self, ev: Event, path: str, chain: tuple[Step, ...], state: State, lookup) -> State:
-        for key, fact in self._derive_facts(ev, path, chain, lookup):
+    def derived(self, ev: Event, path: str, link: Link, state: State, lookup) -> State:
+        for key, fact in self._derive_facts(ev, path, link, lookup):
             state = gen(state, [key], fact)
         return state
 
-    def _derive_facts(self, ev: Event, path: str, chain: tuple[Step, ...], lookup) -> Iterable[tuple[str, Fact]]:
+    def _derive_facts(self, ev: Event, path: str, link: Link, lookup) -> Iterable[tuple[str, Fact]]:
         for derive in self.derive.get(ev.kind, ()):
-            yield from derive(ev, path, chain, lookup)
+            yield from derive(ev, path, link, lookup)
 
     def apply(self, summary: Summary, ev: Event, state: State, w: _Walk, note: str) -> Optional[State]:
         step = Step(w.mod.path, ev.loc[0], note)
@@ -311,26 +390,25 @@ class Analyzer:
         # (the caller may hold facts the callee could not see, e.g. the start method it set)
         extra: State = {}
         for inner in summary.exposed:
-            chain = (step,) + inner.chain
+            link = (step, inner.link)
             here = state if not extra else {**extra, **state}
             # judged in this caller's state: facts from here first, then the callee's own
             if inner.event.kind in self.checks:
-                self.judge(Exposed(inner.event, inner.path, chain, inner.local), here, ())
+                self.judge(Exposed(inner.event, inner.path, link, inner.local), here, ())
             if inner.event.kind in self.derive:
                 before = lambda key, _s=here, _l=inner.local: _s.get(key) or _l.get(key)  # noqa: E731
-                for key, fact in self._derive_facts(inner.event, inner.path, chain, before):
+                for key, fact in self._derive_facts(inner.event, inner.path, link, before):
                     if key not in state:
                         extra.setdefault(key, fact)
             if len(w.exposed) < 200:
-                merged = join([here, inner.local]) or {}
-                w.exposed.append(Exposed(inner.event, inner.path, chain, merged))
+                merged = _facts_only(here, inner.local)
+                w.exposed.append(Exposed(inner.event, inner.path, link, merged))
         if summary.out is None:
             return None
-        added = {k: Fact(v.steps + (step,), v.cause) for k, v in summary.out.items() if k not in state}
+        added = {k: Fact(v.steps + (step,), v.cause) for k, v in summary.out.items() if k not in state and k != IMPORTED}
         for key, fact in extra.items():
             added.setdefault(key, fact)
-        if not added:
-            return state
-        new = dict(state)
-        new.update(added)
-        return new
+        if added:
+            state = dict(state)
+            state.update(added)
+        return add_imported(state, imported(summary.out))

@@ -85,7 +85,7 @@ def derivations(target_version: str) -> dict[str, list]:
 def _judged_without_callers(index: ProjectIndex, exposed: Exposed) -> bool:
     """True when this judgment is made in a function's own walk (or a caller's) that the project
     calls from elsewhere: those callers judge again with the start method they set."""
-    where = exposed.chain[0] if exposed.chain else Step(exposed.path, exposed.event.loc[0], "")
+    where = exposed.outermost or Step(exposed.path, exposed.event.loc[0], "")
     owner = index.owner(where.path, where.line)
     return bool(owner) and index.is_called(where.path, owner)
 

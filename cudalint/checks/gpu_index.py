@@ -89,7 +89,7 @@ def checks(enabled: Callable[[str], bool]) -> list[tuple[str, Callable]]:
         )
 
     def check_sink(analyzer: Analyzer, exposed: Exposed, _lookup, _prefix) -> Optional[Finding]:
-        if exposed.chain:
+        if exposed.nested:
             return None
         index = analyzer.index
         mod = index.module(exposed.path)
@@ -123,7 +123,7 @@ def checks(enabled: Callable[[str], bool]) -> list[tuple[str, Callable]]:
 
     def check_env(analyzer: Analyzer, exposed: Exposed, _lookup, _prefix) -> Optional[Finding]:
         ev = exposed.event
-        if exposed.chain or len(ev.data) < 5 or ev.data[0] != CVD or not ev.data[4]:
+        if exposed.nested or len(ev.data) < 5 or ev.data[0] != CVD or not ev.data[4]:
             return None
         index = analyzer.index
         mod = index.module(exposed.path)

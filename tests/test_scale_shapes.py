@@ -1,0 +1,76 @@
+"""Import shapes that once made a run grow with the number of import paths (issue 16): cycles, star
+imports, deep re-export chains, packages whose `__init__` imports everything. The generated project
+(benchmarks/adversarial.py) is linted every way; each way must find the same, and the flow must
+walk each module's top level once."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from cudalint import flow
+from cudalint.api import lint_paths
+from tests.test_prefilter import _all_ways, _json
+
+_GEN = Path(__file__).resolve().parent.parent / "benchmarks" / "adversarial.py"
+
+
+def _generate(root: Path, modules: int, per_package: int) -> None:
+    spec = importlib.util.spec_from_file_location("adversarial", _GEN)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    mod.generate(root, modules=modules, per_package=per_package)
+
+
+def test_generated_shapes_same_findings_every_way(tmp_path: Path, monkeypatch) -> None:
+    src = tmp_path / "src"
+    _generate(src, modules=60, per_package=12)
+    monkeypatch.chdir(src)
+    found = _all_ways("adv", tmp_path, monkeypatch)
+    codes = {f["code"] for f in found}
+    assert {"CUD001", "CUD003"} <= codes
+    # CUDA_VISIBLE_DEVICES written after an import-time torch.cuda.init() reached through
+    # the star-imported top package
+    assert any(f["code"] == "CUD001" and f["path"] == "adv/p1/m5.py" and f["line"] == 19 for f in found), found
+
+
+def test_generated_shapes_touched_file_same_findings(tmp_path: Path, monkeypatch) -> None:
+    from cudalint.cache import Cache
+    from cudalint.catalogue import load_catalogue
+
+    src = tmp_path / "src"
+    _generate(src, modules=40, per_package=10)
+    monkeypatch.chdir(src)
+    cold = lint_paths(["adv"], jobs=1, cache=Cache.open(tmp_path / "c", load_catalogue()))
+    with open(src / "adv" / "p1" / "m3.py", "a") as fh:
+        fh.write("\n# a comment\n")
+    touched = lint_paths(["adv"], jobs=1, cache=Cache.open(tmp_path / "c", load_catalogue()))
+    assert _json(touched) == _json(cold) == _json(lint_paths(["adv"], jobs=1, prefilter=False))
+
+
+def test_each_module_top_level_walked_once(tmp_path: Path, monkeypatch) -> None:
+    src = tmp_path / "src"
+    _generate(src, modules=120, per_package=20)
+    monkeypatch.chdir(src)
+    walks: list = []
+    original = flow.Analyzer.walk_root
+
+    def counting(self, mod, block, include_main):
+        if block is mod.top:
+            walks.append((type(self).__name__, mod.path, include_main))
+        return original(self, mod, block, include_main)
+
+    monkeypatch.setattr(flow.Analyzer, "walk_root", counting)
+    lint_paths(["adv"], jobs=1, prefilter=False)
+    main = [w for w in walks if w[0] == "Analyzer"]
+    # once as a root (its __main__ block included) and at most once as an import
+    assert len([w for w in main if w[2]]) == len({w[1] for w in main})
+    assert len([w for w in main if not w[2]]) <= len({w[1] for w in main})
+
+
+def test_imported_modules_are_one_shared_set() -> None:
+    a = flow.add_imported({}, frozenset({"a.py"}))
+    b = flow.add_imported(a, frozenset({"a.py"}))
+    assert b is a  # nothing new imported: the same state, no copy
+    joined = flow.join([a, flow.add_imported({}, frozenset({"b.py"}))])
+    assert flow.imported(joined) == {"a.py", "b.py"}
+    assert flow.imported(flow.join([a, {}])) is flow.imported(a)
