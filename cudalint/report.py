@@ -88,7 +88,7 @@ def doc_url(code: str) -> str:
 
 
 def as_json(findings: Iterable[Finding], out: TextIO, fixes: Optional[dict] = None) -> None:
-    """The JSON array documented in docs/json-output.md (schema: cudalint/schemas/findings.schema.json).
+    """The JSON array whose schema is cudalint/schemas/findings.schema.json (README: JSON output).
     `fixes`: cudalint.fixinfo's proven fixes by (path, line, column, code); absent: `fix` is null."""
     rows = []
     for f in findings:

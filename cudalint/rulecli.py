@@ -53,10 +53,10 @@ def rule(code: Optional[str], show_all: bool, fmt: str) -> None:
 
 def show_settings(config, config_path: Optional[Path], cache_dir: Optional[Path]) -> None:
     """The resolved settings, in [tool.cudalint]'s key names (what the file and the command line made)."""
-    from cudalint.settings import KEYS
+    from cudalint.settings import KEYS, shown
 
     names = {field_name: key for key, (field_name, _) in KEYS.items()}
-    click.echo(f"Settings path: {config_path if config_path is not None else '(none: defaults)'}")
+    click.echo(f"Settings path: {shown(config_path) if config_path is not None else '(none: defaults)'}")
     click.echo(f"Cache dir: {cache_dir if cache_dir is not None else '(no cache)'}")
     for f in fields(config):
         value = getattr(config, f.name)
