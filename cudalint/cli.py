@@ -206,7 +206,7 @@ def cli(
     if fmt == "json" and not statistics and result.findings:
         from cudalint.fixinfo import fixes_for
 
-        fixes = fixes_for(result.findings, run.files, config, texts)
+        fixes = fixes_for(result.findings, run.files, config, texts, cache=cache)
     from cudalint.outputs import write_report
 
     if not (silent and output_file is None):

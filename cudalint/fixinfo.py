@@ -63,9 +63,11 @@ def key(f: Finding) -> tuple:
 
 
 def fixes_for(
-    findings: Sequence[Finding], files: Sequence[str], config, texts: Optional[dict[str, str]] = None
+    findings: Sequence[Finding], files: Sequence[str], config, texts: Optional[dict[str, str]] = None, cache=None
 ) -> dict[tuple, FixInfo]:
-    """(path, line, column, code) -> the proven fix of that finding, for the fixable ones."""
+    """(path, line, column, code) -> the proven fix of that finding, for the fixable ones.
+
+    `cache`: the run's summary cache; the files a fix edits are analyzed fresh (lint_files' overlay)."""
     import libcst as cst
 
     from cudalint import fix, source
@@ -97,13 +99,16 @@ def fixes_for(
         if isinstance(module, Finding) or not isinstance(ir, ModuleIR):
             continue
         originals[path], irs[path] = text, ir
-    writes = fix.env_writes(fix._project_irs(files, catalogue, irs, load_module))
+    def load(path, catalogue_, text=None):
+        return load_module(path, catalogue_, text, cache=cache if text is None else None)
+
+    writes = fix.env_writes(fix._project_irs(files, catalogue, irs, load))
     for path, fs in by_path.items():
         if path in originals:
             plans[path] = fix.plan_file(path, cst.parse_module(originals[path]), fs, irs[path], writes)
 
     def lint(files_, config_, catalogue_, extra=(), overlay=None):
-        return lint_files(files_, config_, catalogue_, extra=extra, overlay={**texts, **(overlay or {})})
+        return lint_files(files_, config_, catalogue_, extra=extra, overlay={**texts, **(overlay or {})}, cache=cache)
 
     accepted = fix._validate(plans, list(files), config, catalogue, list(findings), (), lint)
     out: dict[tuple, FixInfo] = {}
