@@ -145,7 +145,6 @@ class Project:
                 key = os.path.normpath(f.path)
                 if key in by_path:
                     by_path[key].append(f)
-            self.cache().save_index()
             return by_path
 
     def fixes(self, findings: list[Finding], texts: Mapping[str, str]) -> dict:
