@@ -76,6 +76,7 @@ class Project:
         self._files: Optional[tuple[str, ...]] = None
         self._catalogue = None
         self._cache: Optional[MemoryCache] = None
+        self._warm = False
 
     # ---- settings, reloaded when the file changes ----
     def settings(self) -> Settings:
@@ -139,7 +140,11 @@ class Project:
             files = list(self.files())
             known = {os.path.normpath(p) for p in files}
             files.extend(p for p in texts if os.path.normpath(p) not in known and p.endswith((".py", ".pyi")))
-            result = lint_files(files, settings.config, self.catalogue(), cache=self.cache(), texts=dict(texts), jobs=1)
+            # the first analysis summarizes the whole project: worker processes; later ones re-summarize
+            # a buffer or two, which a process pool would only slow down
+            jobs = None if not self._warm else 1
+            result = lint_files(files, settings.config, self.catalogue(), cache=self.cache(), texts=dict(texts), jobs=jobs)
+            self._warm = True
             by_path: dict[str, list[Finding]] = {os.path.normpath(p): [] for p in texts}
             for f in result.findings:
                 key = os.path.normpath(f.path)
