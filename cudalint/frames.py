@@ -39,11 +39,10 @@ class Frames:
         if path not in self._lines:
             text = self.texts.get(path)
             if text is None:
-                try:
-                    with open(path, "rb") as fh:
-                        text = fh.read().decode("utf-8", "replace")
-                except OSError:
-                    text = ""
+                from cudalint.source import read_bytes  # (never opens a FIFO; size limit)
+
+                data = read_bytes(path)
+                text = data.decode("utf-8", "replace") if isinstance(data, bytes) else ""
             self._lines[path] = re.split(r"\r\n|\r|\n", text)
         return self._lines[path]
 

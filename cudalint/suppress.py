@@ -39,11 +39,10 @@ def file_directive(text: str) -> Optional[tuple[str, ...]]:
 def _text_of(path: str, texts: Mapping[str, str]) -> str:
     if path in texts:
         return texts[path]
-    try:
-        with open(path, "rb") as fh:
-            return fh.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
+    from cudalint.source import read_bytes  # (a FIFO or a device is never opened; size limit)
+
+    data = read_bytes(path)
+    return data.decode("utf-8", "replace") if isinstance(data, bytes) else ""
 
 
 def apply_file_directives(findings: Iterable[Finding], texts: Mapping[str, str], originals: Mapping[str, str] = {}) -> list[Finding]:
@@ -52,6 +51,9 @@ def apply_file_directives(findings: Iterable[Finding], texts: Mapping[str, str],
     directives: dict[str, Optional[tuple[str, ...]]] = {}
     out = []
     for f in findings:
+        if f.code == "CUD900":  # the file could not be read or parsed: no directive in it counts
+            out.append(f)
+            continue
         if f.path not in directives:
             text = originals[f.path] if f.path in originals else _text_of(f.path, texts)
             directives[f.path] = file_directive(text)
