@@ -240,6 +240,10 @@ def _lint_files(
         and not (noqa and suppressed(f, by_path.get(f.path)))
         and not _per_file_ignored(f, config)
     ]
+    if kept:  # `# cudalint: noqa` silences a whole file; flake8 does not know it, so it applies there too
+        from cudalint.suppress import apply_file_directives
+
+        kept = apply_file_directives(kept, texts, {p: nb.original for p, nb in notebooks.items()})
     if notebooks:
         kept = [_map_notebooks(f, notebooks) for f in kept]
     kept.sort(key=Finding.sort_key)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 @dataclass(frozen=True)
 class Config:
     select: tuple[str, ...] = ()  # empty: every rule that is on by default
+    extend_select: tuple[str, ...] = ()  # added to `select` (ruff's extend-select)
     ignore: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     extend_exclude: tuple[str, ...] = ()
@@ -17,6 +18,7 @@ class Config:
 
     def enabled(self, code: str) -> bool:
         """ruff's rule: the most specific matching prefix of --select and --ignore wins."""
-        sel = max((len(p) for p in self.select if p == "ALL" or code.startswith(p)), default=-1) if self.select else 0
+        select = self.select + self.extend_select if self.select else ()  # (no select: every rule is on)
+        sel = max((len(p) for p in select if p == "ALL" or code.startswith(p)), default=-1) if select else 0
         ign = max((len(p) for p in self.ignore if code.startswith(p)), default=-1)
         return sel > ign

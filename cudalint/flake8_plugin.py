@@ -45,7 +45,7 @@ def _codes_selected(options: Any) -> bool:
 class _Project:
     """What one process knows about one project: its settings, catalogue, cache and import graph."""
 
-    root: Optional[Path]
+    root: Path
     config: Any
     catalogue: Any
     cache: Any
@@ -64,13 +64,10 @@ class _Project:
             from cudalint.importgraph import ImportGraph
             from cudalint.source import read_bytes
 
-            if self.root is None:
-                files: tuple[str, ...] = ()
-            else:
-                cfg = self.config
-                files = discover(
-                    [self.shown(self.root)], exclude=cfg.exclude + cfg.extend_exclude, respect_gitignore=cfg.respect_gitignore
-                ).files
+            cfg = self.config
+            files = discover(
+                [self.shown(self.root)], exclude=cfg.exclude + cfg.extend_exclude, respect_gitignore=cfg.respect_gitignore
+            ).files
 
             def read(path: str) -> Optional[bytes]:
                 data = read_bytes(path)
@@ -93,8 +90,7 @@ class _Project:
         for _ in range(modname.count(".") + (1 if is_package else 0)):
             top_parent = top_parent.parent
         dirs = {here, top_parent}
-        if self.root is not None:
-            dirs.update({self.root, self.root / "src"})
+        dirs.update({self.root, self.root / "src"})
         for top in {n.split(".")[0] for n in names}:
             for d in dirs:
                 key = (str(d), top)
@@ -111,21 +107,20 @@ _PROJECTS: dict[tuple, _Project] = {}
 def _project_for(filename: str) -> _Project:
     from cudalint.cache import CACHE_DIR_NAME, Cache
     from cudalint.catalogue import load_catalogue
-    from cudalint.settings import find_pyproject, project_root, resolve
+    from cudalint.named import project_of
+    from cudalint.settings import find_pyproject, resolve
 
     absolute = os.path.isabs(filename)
     here = Path(os.path.abspath(filename)) if filename not in _STDIN else Path.cwd() / "stdin.py"
     config_file = find_pyproject(here)
-    root = project_root(here)
+    root = project_of(here)  # with no pyproject.toml, setup.cfg or .git: the top-level package's folder
     key = (root, config_file, absolute)
     if key in _PROJECTS:
         return _PROJECTS[key]
     config, _ = resolve([str(here)], str(config_file) if config_file else None)
     catalogue = load_catalogue(config.extend_catalogue)
     cache_dir = os.environ.get("CUDALINT_CACHE_DIR")
-    cache = None
-    if cache_dir or root is not None:
-        cache = Cache.open(Path(cache_dir) if cache_dir else root / CACHE_DIR_NAME, catalogue)  # type: ignore[operator]
+    cache = Cache.open(Path(cache_dir) if cache_dir else root / CACHE_DIR_NAME, catalogue)
     words = sorted(catalogue.trigger_words(), key=len, reverse=True)
     trigger = re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + r")\b")
     project = _Project(root=root, config=config, catalogue=catalogue, cache=cache, trigger=trigger, absolute=absolute)

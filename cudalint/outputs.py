@@ -15,7 +15,7 @@ class OutputError(click.ClickException):
     exit_code = 2
 
 
-def render(findings, files: int, fmt: str, statistics: bool, colour: bool, hints=None) -> str:
+def render(findings, files: int, fmt: str, statistics: bool, colour: bool, hints=None, quiet: bool = False, frames=None, fixes=None) -> str:
     buf = io.StringIO()
     if statistics:
         if fmt == "json":
@@ -23,7 +23,7 @@ def render(findings, files: int, fmt: str, statistics: bool, colour: bool, hints
         else:
             report.statistics(findings, buf, colour=colour)
     elif fmt == "json":
-        report.as_json(findings, buf)
+        report.as_json(findings, buf, fixes=fixes)
     elif fmt == "sarif":
         from cudalint.sarif import sarif
 
@@ -31,14 +31,14 @@ def render(findings, files: int, fmt: str, statistics: bool, colour: bool, hints
     elif fmt == "github":
         report.github(findings, buf)
     else:
-        report.text(findings, buf, files, colour=colour, hints=hints)
+        report.text(findings, buf, files, colour=colour, hints=hints, quiet=quiet, frames=frames)
     return buf.getvalue()
 
 
-def emit(content: str, output_file: Optional[str]) -> None:
+def emit(content: str, output_file: Optional[str], colour: Optional[bool] = None) -> None:
     if output_file is None:
         try:
-            click.echo(content, nl=False)
+            click.echo(content, nl=False, color=colour)  # (click strips colour off a pipe unless told)
         except UnicodeEncodeError:  # a file name that is not UTF-8 (PEP 383 surrogates): its own bytes
             sys.stdout.flush()
             sys.stdout.buffer.write(content.encode(sys.stdout.encoding or "utf-8", "surrogateescape"))
@@ -51,9 +51,25 @@ def emit(content: str, output_file: Optional[str]) -> None:
         raise OutputError(f"cannot write the report to {output_file}: {exc.strerror or exc}") from exc
 
 
-def write_report(result, fmt: str = "text", output_file: Optional[str] = None, statistics: bool = False) -> None:
-    colour = output_file is None and report.use_colour(sys.stdout)
-    emit(render(result.findings, result.files, fmt, statistics, colour), output_file)
+def write_report(
+    result,
+    fmt: str = "text",
+    output_file: Optional[str] = None,
+    statistics: bool = False,
+    color: str = "auto",
+    quiet: bool = False,
+    show_source: bool = False,
+    fixes=None,
+    texts=None,
+) -> None:
+    """`color`: --color (auto: a terminal, NO_COLOR and FORCE_COLOR decide; a file is never coloured)."""
+    colour = output_file is None and report.use_colour(sys.stdout, mode=color)
+    frames = None
+    if show_source:
+        from cudalint.frames import Frames
+
+        frames = Frames(texts)
+    emit(render(result.findings, result.files, fmt, statistics, colour, quiet=quiet, frames=frames, fixes=fixes), output_file, colour)
 
 
 def run_fix(

@@ -16,11 +16,18 @@ _RESET = "\x1b[0m"
 _STYLES = {"path": "\x1b[1m", "code": "\x1b[1;31m", "dim": "\x1b[2m", "summary": "\x1b[1m"}
 
 
-def use_colour(stream: TextIO, environ: Optional[dict] = None) -> bool:
-    """Colour only for a terminal, and never when NO_COLOR is set to anything (https://no-color.org)."""
+def use_colour(stream: TextIO, environ: Optional[dict] = None, mode: str = "auto") -> bool:
+    """`--color always|never` decides; `auto`: never with NO_COLOR (https://no-color.org), always with
+    FORCE_COLOR (https://force-color.org), else only for a terminal. NO_COLOR wins over FORCE_COLOR."""
+    if mode == "always":
+        return True
+    if mode == "never":
+        return False
     env = os.environ if environ is None else environ
     if env.get("NO_COLOR", ""):
         return False
+    if env.get("FORCE_COLOR", ""):
+        return True
     isatty = getattr(stream, "isatty", None)
     try:
         return bool(isatty and isatty())
@@ -44,17 +51,27 @@ def text(
     files: int,
     colour: bool = False,
     hints: Optional[dict[tuple[str, int, str], str]] = None,
+    quiet: bool = False,
+    frames=None,
 ) -> None:
-    """`hints`: (path, line, code) -> a `help:` line printed under that finding (after --fix)."""
+    """`hints`: (path, line, code) -> a `help:` line printed under that finding (after --fix).
+    `quiet`: the findings only, no summary line. A code frame for the finding and
+    each witness step (`frames`, a cudalint.frames.Frames: --show-source)."""
     findings = list(findings)
     for f in findings:
         out.write(f"{_paint(location(f), 'path', colour)}: {_paint(f.code, 'code', colour)} {f.message}\n")
+        if frames is not None:
+            out.write(frames.finding(f, colour))
         for step in f.witness:
             where = f"{step.path}:cell {step.cell}:{step.line}" if step.cell is not None else f"{step.path}:{step.line}"
             out.write(_paint(f"    {where}: {step.note}", "dim", colour) + "\n")
+            if frames is not None:
+                out.write(frames.step(step, colour))
         hint = (hints or {}).get((f.path, f.line, f.code))
         if hint:
             out.write(f"    help: {hint}\n")
+    if quiet:
+        return
     paths = {f.path for f in findings}
     if findings:
         noun = "finding" if len(findings) == 1 else "findings"
@@ -64,8 +81,23 @@ def text(
     out.write(_paint(summary, "summary", colour) + "\n")
 
 
-def as_json(findings: Iterable[Finding], out: TextIO) -> None:
-    json.dump([f.to_json() for f in findings], out, indent=2)
+def doc_url(code: str) -> str:
+    from cudalint.sarif import DOCS_URL
+
+    return DOCS_URL.format(code=code)
+
+
+def as_json(findings: Iterable[Finding], out: TextIO, fixes: Optional[dict] = None) -> None:
+    """The JSON array whose schema is cudalint/schemas/findings.schema.json (README: JSON output).
+    `fixes`: cudalint.fixinfo's proven fixes by (path, line, column, code); absent: `fix` is null."""
+    rows = []
+    for f in findings:
+        row = f.to_json()
+        row["url"] = doc_url(f.code)
+        fx = (fixes or {}).get((f.path, f.line, f.column, f.code))
+        row["fix"] = fx.to_json() if fx is not None else None
+        rows.append(row)
+    json.dump(rows, out, indent=2)
     out.write("\n")
 
 
@@ -88,17 +120,25 @@ def github(findings: Iterable[Finding], out: TextIO) -> None:
     the message on lines of its own (GitHub shows annotation messages multi-line)."""
     for f in findings:
         level = _GH_LEVEL.get(f.severity, "notice")
-        props = [
-            ("file", f.path.replace(os.sep, "/")),
-            ("line", str(f.line)),
-            ("col", str(f.column)),
-            ("endLine", str(f.end_line)),
-            ("endColumn", str(f.end_column)),
-            ("title", f.code),
-        ]
+        if f.cell is not None:
+            # the line of the .ipynb file itself (cudalint.nblines); columns of a cell do not map to it
+            from cudalint.nblines import file_line
+
+            line = file_line(f.path, f.cell, f.line) or 1
+            end = file_line(f.path, f.cell, f.end_line) or line
+            props = [("file", f.path.replace(os.sep, "/")), ("line", str(line)), ("endLine", str(max(end, line))), ("title", f.code)]
+        else:
+            props = [
+                ("file", f.path.replace(os.sep, "/")),
+                ("line", str(f.line)),
+                ("col", str(f.column)),
+                ("endLine", str(f.end_line)),
+                ("endColumn", str(f.end_column)),
+                ("title", f.code),
+            ]
         message = f"{f.code} {f.message}"
         if f.cell is not None:
-            message = f"cell {f.cell}: {message}"
+            message = f"cell {f.cell}, line {f.line}: {message}"
         for step in f.witness:
             where = f"{step.path}:cell {step.cell}:{step.line}" if step.cell is not None else f"{step.path}:{step.line}"
             message += f"\n    {where}: {step.note}"

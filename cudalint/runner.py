@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional, Sequence, Union
 
 from cudalint import source
-from cudalint.cache import Cache
+from cudalint.cache import Cache, scan_digest
 from cudalint.catalogue import Catalogue, load_catalogue
 from cudalint.findings import Finding
 from cudalint.ir import ModuleIR
@@ -121,6 +121,8 @@ def load_files(
                     keys[path], scans[path] = key, _scan_from(raw)
                     if cache is not None and stamp is not None and info_of[path].text is None:
                         digests[path] = cache.remember(path, stamp, key, raw)
+                    elif info_of[path].text is not None:  # an editor's buffer: its selection is reused too
+                        digests[path] = scan_digest(raw)
                     if summary is not None:
                         early[path] = summary
 

@@ -90,11 +90,20 @@ def _physical(paths: _Paths, path: str, region: dict) -> dict:
     return {"physicalLocation": {"artifactLocation": paths.location(path), "region": region}}
 
 
+def _notebook_line(path: str, cell: int, line: int) -> int:
+    """The line of the .ipynb file (cudalint.nblines) where the cell's line is written."""
+    from cudalint.nblines import file_line
+
+    return file_line(path, cell, line) or 1
+
+
 def _step(paths: _Paths, step: Step) -> dict:
-    loc = _physical(paths, step.path, {"startLine": max(step.line, 1)})
-    loc["message"] = {"text": step.note}
     if getattr(step, "cell", None) is not None:
-        loc["properties"] = {"cell": step.cell}
+        loc = _physical(paths, step.path, {"startLine": _notebook_line(step.path, step.cell, step.line)})
+        loc["properties"] = {"cell": step.cell, "cellLine": step.line}
+    else:
+        loc = _physical(paths, step.path, {"startLine": max(step.line, 1)})
+    loc["message"] = {"text": step.note}
     return {"location": loc}
 
 
@@ -105,12 +114,15 @@ def result(f: Finding, paths: _Paths, rule_index: dict[str, int]) -> dict:
         "message": {"text": f.message},
         "locations": [_physical(paths, f.path, _region(f.line, f.column, f.end_line, f.end_column))],
     }
+    if f.cell is not None:  # the region is in the .ipynb file; the cell's own position is a property
+        start = _notebook_line(f.path, f.cell, f.line)
+        out["locations"] = [_physical(paths, f.path, {"startLine": start, "endLine": max(_notebook_line(f.path, f.cell, f.end_line), start)})]
     if f.code in rule_index:
         out["ruleIndex"] = rule_index[f.code]
     if f.witness:
         out["codeFlows"] = [{"threadFlows": [{"locations": [_step(paths, s) for s in f.witness]}]}]
     if f.cell is not None:
-        out["properties"] = {"cell": f.cell}
+        out["properties"] = {"cell": f.cell, "cellLine": f.line, "cellColumn": f.column}
     return out
 
 

@@ -70,6 +70,7 @@ def _show(value: Any) -> str:
 # TOML key -> (Config field, parser)
 KEYS: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
     "select": ("select", _codes),
+    "extend-select": ("extend_select", _codes),
     "ignore": ("ignore", _codes),
     "exclude": ("exclude", _strings),
     "extend-exclude": ("extend_exclude", _strings),

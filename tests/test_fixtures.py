@@ -61,7 +61,7 @@ def test_fixture_cli(case: Path) -> None:
     assert proc.returncode == (1 if expected else 0), proc.stderr
     got = json.loads(proc.stdout)
     assert _as_tuples(got) == _expected_tuples(expected)
-    keys = {"code", "path", "line", "column", "end_line", "end_column", "message", "witness", "severity"}
+    keys = {"code", "path", "line", "column", "end_line", "end_column", "message", "witness", "severity", "url", "fix"}
     for f in got:
         assert set(f) == (keys | {"cell"} if f["path"].endswith(".ipynb") else keys)
 

@@ -197,3 +197,15 @@ def test_folded_message_shortens_long_witnesses() -> None:
     local = Finding("CUD001", "t.py", 9, 1, 9, 5, "msg", witness=(Step("t.py", 4, "init"), Step("t.py", 9, "write")))
     assert folded_message(local) == "msg [via line 4]"
     assert folded_message(Finding("CUD900", "t.py", 1, 1, 1, 1, "syntax error")) == "syntax error"
+
+
+def test_flake8_on_one_file_without_any_project_marker_still_sees_the_other_modules(tmp_path: Path) -> None:
+    """No pyproject.toml, setup.cfg or .git anywhere up: the folder holding the top-level package is the project."""
+    from tests.fixture_expectations import FIXTURES
+
+    proj = tmp_path / "proj"
+    shutil.copytree(FIXTURES / "CUD001" / "cross_module", proj)
+    assert not any((d / m).exists() for d in (proj, *proj.parents) for m in ("pyproject.toml", "setup.cfg", ".git"))
+    got = flake8_findings(flake8(proj, "--select", "CUD", "gpus.py"))
+    assert [(p, r, c, code) for p, r, c, code, _ in got] == [("gpus.py", 5, 5, "CUD001")]
+    assert got[0][4].endswith("[via utils/device.py:3 -> serve.py:4 -> serve.py:7]")

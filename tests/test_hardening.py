@@ -164,10 +164,10 @@ def test_deeply_nested_input_in_worker_processes(tmp_path: Path, monkeypatch) ->
 
 
 def test_missing_path_on_the_command_line(tmp_path: Path) -> None:
+    """A typo on the command line is a usage error (exit 2, as ruff), not a finding (#18)."""
     (tmp_path / "canary.py").write_text(CANARY)
     proc = run_cli(["nope.py", "canary.py"], tmp_path)
-    assert proc.returncode == 1
-    assert _lines(proc) == [CANARY_LINE, "nope.py:1:1: CUD900 no such file or directory"]
+    assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", "cudalint: nope.py: no such file or directory\n")
 
 
 def test_size_limit_is_ten_megabytes() -> None:

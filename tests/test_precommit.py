@@ -121,3 +121,20 @@ def test_autoupdate_freeze_pins_the_newest_commit(repo, cudalint_clone: Path) ->
     assert proc.returncode == 0, proc.stdout + proc.stderr
     if not tags:
         assert f"    rev: {head}\n" in config.read_text(encoding="utf-8")
+
+
+def test_hook_with_one_staged_file_sees_the_cause_in_an_unstaged_module(repo) -> None:
+    """pre-commit passes only gpus.py; its finding is caused by serve.py and utils/device.py (#17 part 5)."""
+    work, env = repo
+    from tests.fixture_expectations import FIXTURES
+
+    shutil.copytree(FIXTURES / "CUD001" / "cross_module", work / "app")
+    subprocess.run(["git", "add", "app/gpus.py"], cwd=work, check=True, env=env)
+    proc = try_repo(work, env)  # no --files: the staged files, as `git commit` runs the hook
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert (
+        "app/gpus.py:5:5: CUD001 CUDA_VISIBLE_DEVICES is set after CUDA was initialized by torch.cuda.is_available() "
+        "(app/utils/device.py:3)" in proc.stdout
+    )
+    assert "app/serve.py:8" not in proc.stdout.replace("    app/serve.py", "")  # serve.py's own finding: not staged, not reported
+    assert "Found 1 finding in 1 file (1 checked)." in proc.stdout

@@ -60,14 +60,31 @@ def test_sarif_is_valid_sarif_2_1_0_and_carries_rules_paths_and_witnesses() -> N
         assert rules[res["ruleIndex"]]["id"] == f["code"]
         assert res["level"] == {"error": "error", "warning": "warning"}[f["severity"]]
         assert res.get("properties", {}).get("cell") == f.get("cell")
-        assert loc["region"] == {"startLine": f["line"], "startColumn": f["column"], "endLine": f["end_line"], "endColumn": f["end_column"]}
+        if "cell" in f:  # the region is the .ipynb file's own line; the cell's position is in properties
+            start = notebook_file_line(FIXTURES.parent / f["path"], f["cell"], f["line"])
+            assert loc["region"]["startLine"] == start > 1
+            assert (res["properties"]["cellLine"], res["properties"]["cellColumn"]) == (f["line"], f["column"])
+        else:
+            assert loc["region"] == {"startLine": f["line"], "startColumn": f["column"], "endLine": f["end_line"], "endColumn": f["end_column"]}
         if not f["witness"]:
             assert "codeFlows" not in res
             continue
         flow = res["codeFlows"][0]["threadFlows"][0]["locations"]
         assert [(s["location"]["physicalLocation"]["artifactLocation"]["uri"], s["location"]["physicalLocation"]["region"]["startLine"], s["location"]["message"]["text"]) for s in flow] == [
-            (w["path"], w["line"], w["note"]) for w in f["witness"]
+            (w["path"], notebook_file_line(FIXTURES.parent / w["path"], w["cell"], w["line"]) if "cell" in w else w["line"], w["note"])
+            for w in f["witness"]
         ]
+
+
+def notebook_file_line(path: Path, cell: int, line: int) -> int:
+    """Independently of cudalint.nblines: the file line holding cell `cell`'s line `line` (nbformat's
+    one-string-per-line layout, each string on its own line of the JSON file)."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    wanted = nb["cells"][cell - 1]["source"][line - 1]
+    text = path.read_text(encoding="utf-8").splitlines()
+    cell_start = [i for i, t in enumerate(text, 1) if t.strip().startswith('"source"')][cell - 1]
+    hits = [i for i, t in enumerate(text, 1) if i > cell_start and t.strip().rstrip(",") == json.dumps(wanted)]
+    return hits[0]
 
 
 def test_sarif_for_a_clean_run_is_valid_and_empty(tmp_path: Path) -> None:

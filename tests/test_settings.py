@@ -37,7 +37,7 @@ def project(tmp_path: Path, settings: str, files: dict[str, str]) -> Path:
         (
             '[tool.cudalint]\nselct = ["CUD001"]\n',
             "cudalint: pyproject.toml: [tool.cudalint] unknown key 'selct' (did you mean 'select'?); known keys: "
-            "select, ignore, exclude, extend-exclude, per-file-ignores, extend-catalogue, target-version, respect-gitignore\n",
+            "select, extend-select, ignore, exclude, extend-exclude, per-file-ignores, extend-catalogue, target-version, respect-gitignore\n",
         ),
         (
             '[tool.cudalint]\nignore = "CUD001"\n',

@@ -1,0 +1,135 @@
+"""Files named on the command line are judged inside their project.
+
+`cudalint serve.py` (and the pre-commit hook, which passes only the staged files) must find what
+`cudalint .` finds in serve.py, including findings whose cause is in a module nobody named. So a
+named file is linted together with the rest of its project (read through the summary cache, so a
+warm run costs little) and only the named files' findings are reported, as the flake8 plugin does.
+
+The project is the nearest folder above the file with `pyproject.toml`, `setup.cfg` or `.git`;
+without any marker, the folder that holds the file's top-level package (the file's own folder for
+a plain script), which is where Python would find its imports.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Optional, Sequence
+
+from cudalint.config import Config
+from cudalint.findings import Finding
+
+MARKERS = ("pyproject.toml", "setup.cfg", ".git")
+
+
+def package_root(path: Path) -> Path:
+    """The folder that holds the top-level package of `path` (its own folder for a plain script)."""
+    cur = path.absolute()
+    if not cur.is_dir():
+        cur = cur.parent
+    while (cur / "__init__.py").is_file() and cur.parent != cur:
+        cur = cur.parent
+    return cur
+
+
+def project_of(path: Path) -> Path:
+    """The project a file belongs to: the nearest folder with a marker, else its package root."""
+    from cudalint.settings import project_root
+
+    return project_root(path) or package_root(path)
+
+
+@dataclass(frozen=True)
+class Run:
+    result: object  # cudalint.api.LintResult, on the reported files only
+    files: tuple[str, ...]  # every file analyzed (the named files' projects included)
+
+
+@dataclass(frozen=True)
+class Context:
+    """What one run lints (`files`, named spelling kept) and which of them it reports on (`reported`)."""
+
+    files: tuple[str, ...]
+    reported: frozenset[str]  # normalized paths
+    problems: tuple[Finding, ...]
+
+
+def _shown(root: Path, like: str) -> str:
+    """The root spelled like the named file: absolute for an absolute name, else relative to here."""
+    if os.path.isabs(like):
+        return str(root)
+    try:
+        return os.path.relpath(root)
+    except ValueError:  # another drive
+        return str(root)
+
+
+def context(
+    named: Sequence[str],
+    directories: Sequence[str],
+    config: Config,
+    force_exclude: bool = False,
+) -> Context:
+    """The files to analyze for these targets: the directories' files, and each named file's project."""
+    from cudalint.discover import _excluded, discover
+
+    exclude = config.exclude + config.extend_exclude
+    gitignore = config.respect_gitignore
+    problems: list[Finding] = []
+    found = discover(directories, exclude=exclude, respect_gitignore=gitignore) if directories else None
+    reported_files: list[str] = list(found.files) if found else []
+    if found:
+        problems.extend(found.problems)
+    keep: list[str] = []
+    for path in named:
+        if force_exclude and _excluded(os.path.normpath(path), exclude):
+            continue
+        keep.append(path)
+    # one discovery per project; a file's named spelling replaces its discovered one
+    roots: dict[Path, str] = {}
+    for path in keep:
+        roots.setdefault(project_of(Path(path)), path)
+    spelled = {os.path.realpath(p): p for p in keep}
+    files: list[str] = []
+    seen: set[str] = set()
+
+    def add(path: str) -> None:
+        real = os.path.realpath(path)
+        if real not in seen:
+            seen.add(real)
+            files.append(spelled.get(real, path))
+
+    for path in reported_files:
+        add(path)
+    for path in keep:
+        add(path)
+    for root, like in roots.items():
+        # the project's problems (a broken module nobody named) are not this run's to report
+        for path in discover([_shown(root, like)], exclude=exclude, respect_gitignore=gitignore).files:
+            add(path)
+    reported = frozenset(os.path.normpath(p) for p in reported_files + keep)
+    return Context(files=tuple(files), reported=reported, problems=tuple(problems))
+
+
+def lint_targets(
+    targets: Sequence[str],
+    config: Config,
+    cache=None,
+    jobs: Optional[int] = None,
+    force_exclude: bool = False,
+    texts: Optional[Mapping[str, str]] = None,
+) -> Run:
+    """`cudalint TARGETS`: directories linted as they are, named files inside their project."""
+    from cudalint.api import LintResult, lint_files
+    from cudalint.catalogue import load_catalogue
+
+    directories = [t for t in targets if os.path.isdir(t)]
+    named = [t for t in targets if not os.path.isdir(t)]
+    ctx = context(named, directories, config, force_exclude=force_exclude)
+    catalogue = load_catalogue(config.extend_catalogue, cache_dir=cache.directory if cache is not None else None)
+    result = lint_files(ctx.files, config, catalogue, extra=ctx.problems, cache=cache, jobs=jobs, texts=texts)
+    if not named:
+        return Run(result, ctx.files)
+    problems = set(ctx.problems)  # (about the directories' walk: reported as before)
+    kept = tuple(f for f in result.findings if f in problems or os.path.normpath(f.path) in ctx.reported)
+    return Run(LintResult(findings=kept, files=len(ctx.reported)), ctx.files)

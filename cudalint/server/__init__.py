@@ -1,0 +1,1 @@
+"""The language server, `cudalint server` (needs the `server` extra: pygls and lsprotocol)."""
