@@ -27,6 +27,12 @@ class Fact:
 
     steps: tuple[Step, ...]
     cause: tuple[str, str, int]  # (code text, path, line) of what made it true, for messages
+    # facts that, when they hold too, undo this one: `torch.cuda.is_available()` initializes only
+    # while PYTORCH_NVML_BASED_CUDA_CHECK is not "1" ("env_value:...=1", set by `import vllm`)
+    unless: tuple[str, ...] = ()
+
+    def later(self, step: Step) -> "Fact":
+        return Fact(self.steps + (step,), self.cause, self.unless)
 
     def describe(self, here: str) -> str:
         text, path, line = self.cause
@@ -45,14 +51,26 @@ def join(states: Iterable[Optional[State]]) -> Optional[State]:
             out = dict(st)
         else:
             for k, v in st.items():
-                out.setdefault(k, v)
+                old = out.setdefault(k, v)
+                if old.unless and not v.unless:
+                    out[k] = v  # one path made it hold unconditionally
     return out
+
+
+def holds(fact: Optional[Fact], *states: Optional[State]) -> Optional[Fact]:
+    """The fact, unless one of the facts that undo it holds in one of the states."""
+    if fact is None or not fact.unless:
+        return fact
+    for st in states:
+        if st and any(key in st for key in fact.unless):
+            return None
+    return fact
 
 
 def gen(state: State, keys: Iterable[str], fact: Fact) -> State:
     new = None
     for k in keys:
-        if k not in state:
+        if k not in state or (state[k].unless and not fact.unless):
             if new is None:
                 new = dict(state)
             new[k] = fact
@@ -170,7 +188,7 @@ class Analyzer:
         for check in self.checks.get(exposed.event.kind, ()):
 
             def lookup(key: str, _state=state, _local=exposed.local) -> Optional[Fact]:
-                return _state.get(key) or _local.get(key)
+                return holds(_state.get(key) or _local.get(key), _state, _local)
 
             finding = check(self, exposed, lookup, prefix)
             if finding is not None:
@@ -209,7 +227,7 @@ class Analyzer:
         if after1 is not None:
             # a second iteration sees what the first did; say so in the witness
             step = Step(w.mod.path, node.loc[0], "the loop runs again")
-            again = {k: (v if k in state else Fact(v.steps + (step,), v.cause)) for k, v in after1.items()}
+            again = {k: (v if k in state else v.later(step)) for k, v in after1.items()}
             w.loops[-1] = (breaks, [])
             second = self.block(node.body, again, w)
             after2 = join([second] + w.loops[-1][1])
@@ -239,10 +257,12 @@ class Analyzer:
     def event(self, ev: Event, state: State, w: _Walk) -> Optional[State]:
         kind = ev.kind
         if kind == "init":
-            keys = self.init_keys(ev)
-            note = f"{ev.text} initializes CUDA" + (f" ({ev.data[3]})" if len(ev.data) > 3 and ev.data[3] else "")
-            fact = Fact(steps=(Step(w.mod.path, ev.loc[0], note),), cause=(ev.text, w.mod.path, ev.loc[0]))
-            state = gen(state, keys, fact)
+            unless, needs = ev.data[4] if len(ev.data) > 4 else ((), ())
+            if not any(key in state for key in unless) and all(key in state for key in needs):
+                keys = self.init_keys(ev)
+                note = f"{ev.text} initializes CUDA" + (f" ({ev.data[3]})" if len(ev.data) > 3 and ev.data[3] else "")
+                fact = Fact(steps=(Step(w.mod.path, ev.loc[0], note),), cause=(ev.text, w.mod.path, ev.loc[0]), unless=tuple(unless))
+                state = gen(state, keys, fact)
         elif kind == "import_lib":
             fact = Fact(steps=(Step(w.mod.path, ev.loc[0], f"{ev.text} imports it"),), cause=(ev.text, w.mod.path, ev.loc[0]))
             state = gen(state, [f"import:{m}" for m in ev.data], fact)
@@ -293,7 +313,7 @@ class Analyzer:
         if kind in self.checks or kind in self.derive:
             w.exposed.append(Exposed(event=ev, path=w.mod.path, chain=(), local=state))
         if kind in self.derive:
-            state = self.derived(ev, w.mod.path, (), state, state.get)
+            state = self.derived(ev, w.mod.path, (), state, lambda key, _s=state: holds(_s.get(key), _s))
         return state
 
     def derived(self, ev: Event, path: str, chain: tuple[Step, ...], state: State, lookup) -> State:
@@ -317,7 +337,7 @@ class Analyzer:
             if inner.event.kind in self.checks:
                 self.judge(Exposed(inner.event, inner.path, chain, inner.local), here, ())
             if inner.event.kind in self.derive:
-                before = lambda key, _s=here, _l=inner.local: _s.get(key) or _l.get(key)  # noqa: E731
+                before = lambda key, _s=here, _l=inner.local: holds(_s.get(key) or _l.get(key), _s, _l)  # noqa: E731
                 for key, fact in self._derive_facts(inner.event, inner.path, chain, before):
                     if key not in state:
                         extra.setdefault(key, fact)
@@ -326,7 +346,11 @@ class Analyzer:
                 w.exposed.append(Exposed(inner.event, inner.path, chain, merged))
         if summary.out is None:
             return None
-        added = {k: Fact(v.steps + (step,), v.cause) for k, v in summary.out.items() if k not in state}
+        added = {
+            k: v.later(step)
+            for k, v in summary.out.items()
+            if (k not in state or (state[k].unless and not v.unless)) and holds(v, state) is not None
+        }
         for key, fact in extra.items():
             added.setdefault(key, fact)
         if not added:

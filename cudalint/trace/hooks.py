@@ -17,7 +17,7 @@ import sys
 import threading
 
 from cudalint.trace import concurrency
-from cudalint.trace.args import applies, short_call
+from cudalint.trace.args import applies, env_applies, short_call
 from cudalint.trace.location import sites
 from cudalint.trace.wrap import wraps
 from cudalint.trace.state import TraceState
@@ -191,6 +191,7 @@ def init_handler(state: TraceState, entry: dict[str, Any]) -> Handler:
     name = entry["name"]
     match = [(tuple(s), p) for s, p in entry.get("match", ())]
     unless = [(tuple(s), p) for s, p in entry.get("unless", ())]
+    env_conds = bool(entry.get("unless_env") or entry.get("when_env"))
 
     def record(args: tuple, kwargs: dict) -> None:
         user, caller = sites(0)
@@ -214,6 +215,8 @@ def init_handler(state: TraceState, entry: dict[str, Any]) -> Handler:
                 return fn(*args, **kwargs)  # the fast path: first call already recorded
             a = args[1:] if skip_self else args
             if (match or unless) and not applies(match, unless, a, kwargs):
+                return fn(*args, **kwargs)
+            if env_conds and not env_applies(entry):
                 return fn(*args, **kwargs)
             record(a, kwargs)  # before the call: a crash inside it still leaves the evidence
             local.depth = 1
@@ -249,7 +252,7 @@ def import_init_callback(state: TraceState, entry: dict[str, Any]) -> Callable[[
     name = entry["name"]
 
     def callback() -> None:
-        if name in state.done:
+        if name in state.done or not env_applies(entry):
             return
         user, caller = sites(0)
         state.done.add(name)
