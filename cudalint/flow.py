@@ -27,8 +27,10 @@ class Fact:
 
     steps: tuple[Step, ...]
     cause: tuple[str, str, int]  # (code text, path, line) of what made it true, for messages
-    # facts that, when they hold too, undo this one: `torch.cuda.is_available()` initializes only
-    # while PYTORCH_NVML_BASED_CUDA_CHECK is not "1" ("env_value:...=1", set by `import vllm`)
+    # facts that, had they held when the walk that made this fact began, would have prevented it:
+    # `torch.cuda.is_available()` initializes only while PYTORCH_NVML_BASED_CUDA_CHECK is not "1"
+    # ("env_value:...=1", set by `import vllm`). A walk knows its own facts, not its callers': the
+    # condition is settled where the function is called (`Analyzer.apply`, the checks' lookups).
     unless: tuple[str, ...] = ()
 
     def later(self, step: Step) -> "Fact":
@@ -57,20 +59,24 @@ def join(states: Iterable[Optional[State]]) -> Optional[State]:
     return out
 
 
-def holds(fact: Optional[Fact], *states: Optional[State]) -> Optional[Fact]:
-    """The fact, unless one of the facts that undo it holds in one of the states."""
-    if fact is None or not fact.unless:
+def holds(fact: Optional[Fact], caller: Optional[State]) -> Optional[Fact]:
+    """A callee's fact seen from the call: gone when the caller's state at the call prevented it."""
+    if fact is None or not fact.unless or not caller:
         return fact
-    for st in states:
-        if st and any(key in st for key in fact.unless):
-            return None
-    return fact
+    return None if any(key in caller for key in fact.unless) else fact
+
+
+def seen_from(caller: State, local: State, key: str) -> Optional[Fact]:
+    """A fact at an event inside a callee: the caller's first, else the callee's own (settled at the call)."""
+    return caller.get(key) or holds(local.get(key), caller)
 
 
 def gen(state: State, keys: Iterable[str], fact: Fact) -> State:
     new = None
     for k in keys:
         if k not in state or (state[k].unless and not fact.unless):
+            if k in state:  # it holds for sure now; the witness keeps the first cause
+                fact = Fact(state[k].steps, state[k].cause)
             if new is None:
                 new = dict(state)
             new[k] = fact
@@ -188,7 +194,7 @@ class Analyzer:
         for check in self.checks.get(exposed.event.kind, ()):
 
             def lookup(key: str, _state=state, _local=exposed.local) -> Optional[Fact]:
-                return holds(_state.get(key) or _local.get(key), _state, _local)
+                return seen_from(_state, _local, key)
 
             finding = check(self, exposed, lookup, prefix)
             if finding is not None:
@@ -313,7 +319,7 @@ class Analyzer:
         if kind in self.checks or kind in self.derive:
             w.exposed.append(Exposed(event=ev, path=w.mod.path, chain=(), local=state))
         if kind in self.derive:
-            state = self.derived(ev, w.mod.path, (), state, lambda key, _s=state: holds(_s.get(key), _s))
+            state = self.derived(ev, w.mod.path, (), state, state.get)
         return state
 
     def derived(self, ev: Event, path: str, chain: tuple[Step, ...], state: State, lookup) -> State:
@@ -337,12 +343,13 @@ class Analyzer:
             if inner.event.kind in self.checks:
                 self.judge(Exposed(inner.event, inner.path, chain, inner.local), here, ())
             if inner.event.kind in self.derive:
-                before = lambda key, _s=here, _l=inner.local: holds(_s.get(key) or _l.get(key), _s, _l)  # noqa: E731
+                before = lambda key, _s=here, _l=inner.local: seen_from(_s, _l, key)  # noqa: E731
                 for key, fact in self._derive_facts(inner.event, inner.path, chain, before):
                     if key not in state:
                         extra.setdefault(key, fact)
             if len(w.exposed) < 200:
-                merged = join([here, inner.local]) or {}
+                local = {k: v for k, v in inner.local.items() if holds(v, here) is not None}
+                merged = join([here, local]) or {}
                 w.exposed.append(Exposed(inner.event, inner.path, chain, merged))
         if summary.out is None:
             return None

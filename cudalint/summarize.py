@@ -306,7 +306,10 @@ class _Summarizer(ThreadEvents):
         elif kind is ast.BoolOp:
             values = expr.values  # type: ignore[attr-defined]
             self.expr(values[0], scope, out)
-            for value in values[1:]:
+            stop = type(expr.op) is ast.Or  # type: ignore[attr-defined]
+            for before, value in zip(values, values[1:]):
+                if self.static_truth(before) is stop:
+                    break  # `FLAG and ...` with FLAG off: the rest never runs
                 right: list[Node] = []
                 self.expr(value, scope, right)
                 if right:

@@ -11,6 +11,7 @@ from typing import Callable, Iterable, Optional
 
 from cudalint.catalogue import Catalogue, EnvVar, env_fact
 from cudalint.findings import Finding, Step
+from cudalint.checks.fork import _judged_without_callers
 from cudalint.flow import Exposed, Fact
 
 # process starts whose child gets the parent's environment as it is at the start (a child that
@@ -59,6 +60,8 @@ def checks(catalogue: Catalogue, enabled: Callable[[str], bool]) -> Iterable[tup
             return None
         if _no_effect_here(ev, lookup) or _meant_for_child(_analyzer, exposed):
             return None
+        if fact.unless and _judged_without_callers(_analyzer.index, exposed):
+            return None  # the init depends on what callers did first (`import vllm`): they judge it
         reader = _reader(var, key)
         write = Step(exposed.path, ev.loc[0], f"{name} is written here, after {reader} read it")
         return Finding.at(
