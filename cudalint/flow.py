@@ -264,7 +264,10 @@ class Analyzer:
         kind = ev.kind
         if kind == "init":
             unless, needs = ev.data[4] if len(ev.data) > 4 else ((), ())
-            if not any(key in state for key in unless) and all(key in state for key in needs):
+            # `import diffusers` inside the diffusers tree: the catalogue describes the installed
+            # package, but the project's own copy is what runs, and its top level is walked instead
+            own = len(ev.data) > 5 and self.project.resolve_module(ev.data[5], w.mod) is not None
+            if not own and not any(key in state for key in unless) and all(key in state for key in needs):
                 keys = self.init_keys(ev)
                 note = f"{ev.text} initializes CUDA" + (f" ({ev.data[3]})" if len(ev.data) > 3 and ev.data[3] else "")
                 fact = Fact(steps=(Step(w.mod.path, ev.loc[0], note),), cause=(ev.text, w.mod.path, ev.loc[0]), unless=tuple(unless))

@@ -777,7 +777,8 @@ class _Summarizer(ThreadEvents):
                 self.sets_env_events(api, node, out)
                 if not api.initializes:
                     continue  # e.g. `streamlit` (reruns_script): read by cudalint.threads from import_lib
-                out.append(self.event("init", node, (api.name, api.library, api.init, api.note, _env_conditions(api))))
+                # the module name last: when the project holds that module, its own code is analyzed instead
+                out.append(self.event("init", node, (api.name, api.library, api.init, api.note, _env_conditions(api), name)))
         if lib:
             out.append(self.event("import_lib", node, tuple(lib)))
         project = tuple(n for n in seen if n.split(".")[0] not in self.lib_roots and n.split(".")[0] not in _STDLIB)
