@@ -264,9 +264,9 @@ class Analyzer:
         kind = ev.kind
         if kind == "init":
             unless, needs = ev.data[4] if len(ev.data) > 4 else ((), ())
-            # `import diffusers` inside the diffusers tree: the catalogue describes the installed
+            # `import diffusers` inside the diffusers package: the catalogue describes the installed
             # package, but the project's own copy is what runs, and its top level is walked instead
-            own = len(ev.data) > 5 and self.project.resolve_module(ev.data[5], w.mod) is not None
+            own = len(ev.data) > 5 and self._own_copy(ev.data[5], w.mod)
             if not own and not any(key in state for key in unless) and all(key in state for key in needs):
                 keys = self.init_keys(ev)
                 note = f"{ev.text} initializes CUDA" + (f" ({ev.data[3]})" if len(ev.data) > 3 and ev.data[3] else "")
@@ -324,6 +324,19 @@ class Analyzer:
         if kind in self.derive:
             state = self.derived(ev, w.mod.path, (), state, state.get)
         return state
+
+    def _own_copy(self, name: str, mod: ModuleIR) -> bool:
+        """The project holds the imported package and the importer lives in the tree that holds it
+        (the package's own modules, its tools and tests; also DeepSpeed's sdist, where `op_builder/`
+        sits beside `deepspeed/` and is installed inside it)."""
+        import os
+
+        target = self.project.resolve_module(name.split(".")[0], mod)
+        if target is None:
+            return False
+        path = os.path.normpath(target.path)
+        root = os.path.dirname(os.path.dirname(path) if os.path.basename(path) == "__init__.py" else path)
+        return os.path.normpath(mod.path).startswith(root + os.sep) if root else True
 
     def derived(self, ev: Event, path: str, chain: tuple[Step, ...], state: State, lookup) -> State:
         for key, fact in self._derive_facts(ev, path, chain, lookup):
