@@ -51,6 +51,13 @@ EFFECT_FIELDS = {
     "child_work": str,
     "starts_on": str,
     "start_method_arg": str,
+    # environment-dependent effects (rules/catalogue/README.md): what a call or an import writes,
+    # and the variables that switch an entry's `init` off or on
+    "sets_env": dict,
+    "unless_env": dict,
+    "when_env": dict,
+    # CUD008: the call answers whether or how many GPUs there are
+    "gpu_presence": bool,
 }
 API_FIELDS = {"name", "kind", "init", "note", "evidence", "match", "unless", "library"} | set(EFFECT_FIELDS)
 ENV_FIELDS = {"name", "frozen_by", "also_frozen_by", "reader", "rule", "note", "evidence", "library"}
@@ -175,6 +182,12 @@ class Catalogue:
                     words.update(s for s in slots if not s.isdigit())
         words.update(e.name for e in self.env)
         return frozenset(w for w in words if w)
+
+
+def env_fact(var: str, value: str) -> str:
+    """The flow fact an environment write establishes, as `unless_env`/`when_env` name it:
+    "env_set:V" for the pattern "*" (any value), else "env_value:V=L"."""
+    return f"env_set:{var}" if value == "*" else f"env_value:{var}={value}"
 
 
 def _slots(key: str) -> tuple[str, ...]:

@@ -27,6 +27,14 @@ class Fact:
 
     steps: tuple[Step, ...]
     cause: tuple[str, str, int]  # (code text, path, line) of what made it true, for messages
+    # facts that, had they held when the walk that made this fact began, would have prevented it:
+    # `torch.cuda.is_available()` initializes only while PYTORCH_NVML_BASED_CUDA_CHECK is not "1"
+    # ("env_value:...=1", set by `import vllm`). A walk knows its own facts, not its callers': the
+    # condition is settled where the function is called (`Analyzer.apply`, the checks' lookups).
+    unless: tuple[str, ...] = ()
+
+    def later(self, step: Step) -> "Fact":
+        return Fact(self.steps + (step,), self.cause, self.unless)
 
     def describe(self, here: str) -> str:
         text, path, line = self.cause
@@ -67,15 +75,31 @@ def join(states: Iterable[Optional[State]]) -> Optional[State]:
             for k, v in st.items():
                 if k == IMPORTED:
                     out[k] = _union(out.get(k, _NONE), v)
-                else:
-                    out.setdefault(k, v)
+                    continue
+                old = out.setdefault(k, v)
+                if old.unless and not v.unless:
+                    out[k] = v  # one path made it hold unconditionally
     return out
+
+
+def holds(fact: Optional[Fact], caller: Optional[State]) -> Optional[Fact]:
+    """A callee's fact seen from the call: gone when the caller's state at the call prevented it."""
+    if fact is None or not fact.unless or not caller:
+        return fact
+    return None if any(key in caller for key in fact.unless) else fact
+
+
+def seen_from(caller: State, local: State, key: str) -> Optional[Fact]:
+    """A fact at an event inside a callee: the caller's first, else the callee's own (settled at the call)."""
+    return caller.get(key) or holds(local.get(key), caller)
 
 
 def gen(state: State, keys: Iterable[str], fact: Fact) -> State:
     new = None
     for k in keys:
-        if k not in state:
+        if k not in state or (state[k].unless and not fact.unless):
+            if k in state:  # it holds for sure now; the witness keeps the first cause
+                fact = Fact(state[k].steps, state[k].cause)
             if new is None:
                 new = dict(state)
             new[k] = fact
@@ -248,7 +272,7 @@ class Analyzer:
                 continue
 
             def lookup(key: str, _state=state, _local=exposed.local) -> Optional[Fact]:
-                return _state.get(key) or _local.get(key)
+                return seen_from(_state, _local, key)
 
             finding = check(self, exposed, lookup, prefix)
             if finding is not None:
@@ -289,7 +313,7 @@ class Analyzer:
         if after1 is not None:
             # a second iteration sees what the first did; say so in the witness
             step = Step(w.mod.path, node.loc[0], "the loop runs again")
-            again = {k: (v if k in state or k == IMPORTED else Fact(v.steps + (step,), v.cause)) for k, v in after1.items()}
+            again = {k: (v if k in state or k == IMPORTED else v.later(step)) for k, v in after1.items()}
             w.loops[-1] = (breaks, [])
             second = self.block(node.body, again, w)
             after2 = join([second] + w.loops[-1][1])
@@ -319,10 +343,15 @@ class Analyzer:
     def event(self, ev: Event, state: State, w: _Walk) -> Optional[State]:
         kind = ev.kind
         if kind == "init":
-            keys = self.init_keys(ev)
-            note = f"{ev.text} initializes CUDA" + (f" ({ev.data[3]})" if len(ev.data) > 3 and ev.data[3] else "")
-            fact = Fact(steps=(Step(w.mod.path, ev.loc[0], note),), cause=(ev.text, w.mod.path, ev.loc[0]))
-            state = gen(state, keys, fact)
+            unless, needs = ev.data[4] if len(ev.data) > 4 else ((), ())
+            # `import diffusers` inside the diffusers package: the catalogue describes the installed
+            # package, but the project's own copy is what runs, and its top level is walked instead
+            own = len(ev.data) > 5 and self._own_copy(ev.data[5], w.mod)
+            if not own and not any(key in state for key in unless) and all(key in state for key in needs):
+                keys = self.init_keys(ev)
+                note = f"{ev.text} initializes CUDA" + (f" ({ev.data[3]})" if len(ev.data) > 3 and ev.data[3] else "")
+                fact = Fact(steps=(Step(w.mod.path, ev.loc[0], note),), cause=(ev.text, w.mod.path, ev.loc[0]), unless=tuple(unless))
+                state = gen(state, keys, fact)
         elif kind == "import_lib":
             fact = Fact(steps=(Step(w.mod.path, ev.loc[0], f"{ev.text} imports it"),), cause=(ev.text, w.mod.path, ev.loc[0]))
             state = gen(state, [f"import:{m}" for m in ev.data], fact)
@@ -375,6 +404,19 @@ class Analyzer:
             state = self.derived(ev, w.mod.path, None, state, state.get)
         return state
 
+    def _own_copy(self, name: str, mod: ModuleIR) -> bool:
+        """The project holds the imported package and the importer lives in the tree that holds it
+        (the package's own modules, its tools and tests; also DeepSpeed's sdist, where `op_builder/`
+        sits beside `deepspeed/` and is installed inside it)."""
+        import os
+
+        target = self.project.resolve_module(name.split(".")[0], mod)
+        if target is None:
+            return False
+        path = os.path.normpath(target.path)
+        root = os.path.dirname(os.path.dirname(path) if os.path.basename(path) == "__init__.py" else path)
+        return os.path.normpath(mod.path).startswith(root + os.sep) if root else True
+
     def derived(self, ev: Event, path: str, link: Link, state: State, lookup) -> State:
         for key, fact in self._derive_facts(ev, path, link, lookup):
             state = gen(state, [key], fact)
@@ -396,16 +438,22 @@ class Analyzer:
             if inner.event.kind in self.checks:
                 self.judge(Exposed(inner.event, inner.path, link, inner.local), here, ())
             if inner.event.kind in self.derive:
-                before = lambda key, _s=here, _l=inner.local: _s.get(key) or _l.get(key)  # noqa: E731
+                before = lambda key, _s=here, _l=inner.local: seen_from(_s, _l, key)  # noqa: E731
                 for key, fact in self._derive_facts(inner.event, inner.path, link, before):
                     if key not in state:
                         extra.setdefault(key, fact)
             if len(w.exposed) < 200:
-                merged = _facts_only(here, inner.local)
+                # the callee's facts that hold from this call (cudalint.flow.holds), joined with the caller's
+                local = {k: v for k, v in inner.local.items() if k != IMPORTED and holds(v, here) is not None}
+                merged = join([_facts_only(here, {}), local]) or {}
                 w.exposed.append(Exposed(inner.event, inner.path, link, merged))
         if summary.out is None:
             return None
-        added = {k: Fact(v.steps + (step,), v.cause) for k, v in summary.out.items() if k not in state and k != IMPORTED}
+        added = {
+            k: v.later(step)
+            for k, v in summary.out.items()
+            if k != IMPORTED and (k not in state or (state[k].unless and not v.unless)) and holds(v, state) is not None
+        }
         for key, fact in extra.items():
             added.setdefault(key, fact)
         if added:

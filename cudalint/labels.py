@@ -318,7 +318,11 @@ def api_effects(s: "_Summarizer", api: "Api", call: ast.Call, scope: "_Scope", o
     if api.get("start_method_arg") and not api.get("returns"):
         out.append(s.event("start_method", call, (_method_literal(s, call, api, scope) or "default",)))
     how = api.get("starts_process") or ("fork" if api.get("forks") else "")
-    if how and how != "exec" and not api.get("starts_on"):
+    if how == "exec":
+        # a new program (subprocess, os.system): it inherits the environment as it is now (CUD001
+        # asks whether a late write was meant for it); no start method, no Python work in it
+        out.append(s.event("process", call, (api.name, "exec", (), "exec")))
+    elif how and not api.get("starts_on"):
         # the children start now (os.fork(), Pool(...), torch.multiprocessing.spawn(...))
         spec = _method_spec(s, api, call, scope)
         works = _work_symbols(s, call, api.get("child_work", ""), scope)

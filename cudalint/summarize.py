@@ -14,9 +14,10 @@ from typing import Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 from cudalint import labels
 from cudalint.callargs import arg_expr, args_of, first_arg, positional
-from cudalint.catalogue import Api, Catalogue
+from cudalint.catalogue import Api, Catalogue, env_fact
 from cudalint.ir import Block, Branch, ClassInfo, Event, Function, Loop, MainGuard, ModuleIR, Node, Try
 from cudalint.positions import Lines, Located, span
+from cudalint import static_guards
 from cudalint.thread_events import ThreadEvents
 from cudalint.values import value_info
 
@@ -80,8 +81,9 @@ def _fnmatch(value: object, pattern: str) -> bool:
         return value is None
     if isinstance(value, bool) or value is None:
         return pattern == str(value)
-    if isinstance(value, str):
-        return fnmatch.fnmatchcase(value, pattern)
+    if isinstance(value, (str, int)):
+        # an int by its digits, as the tracer does (`unless = { device = "-1" }`)
+        return fnmatch.fnmatchcase(value if isinstance(value, str) else str(value), pattern)
     return False
 
 
@@ -165,6 +167,10 @@ class _Summarizer(ThreadEvents):
         self.view = labels.view(catalogue)
         self.init_thread_events()
         self.return_labels: dict[str, set] = {}  # function qualname -> labels of its returned values
+        self._tree: Optional[ast.Module] = None
+        self._consts: Optional[dict] = None  # static_guards.module_constants, computed when an `if` asks
+        self._restored: Optional[frozenset] = None  # static_guards.restored_attributes of the module
+        self._env_guards: list[set] = []  # variables the enclosing `if` tests read (cudalint.static_guards)
 
     # ---------- events -------------------------------------------------------------------
     def event(self, kind: str, node: Located, data: tuple = (), text: Optional[str] = None) -> Event:
@@ -300,7 +306,10 @@ class _Summarizer(ThreadEvents):
         elif kind is ast.BoolOp:
             values = expr.values  # type: ignore[attr-defined]
             self.expr(values[0], scope, out)
-            for value in values[1:]:
+            stop = type(expr.op) is ast.Or  # type: ignore[attr-defined]
+            for before, value in zip(values, values[1:]):
+                if self.static_truth(before) is stop:
+                    break  # `FLAG and ...` with FLAG off: the rest never runs
                 right: list[Node] = []
                 self.expr(value, scope, right)
                 if right:
@@ -372,10 +381,18 @@ class _Summarizer(ThreadEvents):
         """`torch.cuda.is_available = ...`: a catalogued CUDA API replaced for the whole process (CUD008)."""
         if q is None or q.startswith(":"):
             return
-        # a lazy API (torch.manual_seed) only queues work: wrapping it hides nothing
-        apis = [a for a in self.cat.calls_named(q) if a.init not in (None, "lazy") and not a.is_glob]
-        if apis:
-            out.append(self.event("monkeypatch", node, (q, apis[0].init)))
+        # only the APIs that answer whether / how many GPUs there are (`gpu_presence`): replacing a
+        # Stream or Event class with a shim hides no GPU from anyone
+        apis = [a for a in self.cat.calls_named(q) if a.get("gpu_presence") and not a.is_glob]
+        if not apis:
+            return
+        if type(node) is ast.Assign and len(node.targets) == 1:
+            if self._restored is None:
+                self._restored = static_guards.restored_attributes(self._tree.body) if self._tree is not None else frozenset()
+            target = node.targets[0]
+            if ast.unparse(target) in self._restored:
+                return  # saved and put back (a `finally:`, a teardown): a temporary patch, or the restore itself
+        out.append(self.event("monkeypatch", node, (q, apis[0].init)))
 
     def receiver_is_value(self, receiver: ast.AST, scope: _Scope) -> bool:
         """`x.cuda()`, `f().to("cuda")`: a method of an object, not a function of an imported module."""
@@ -394,7 +411,8 @@ class _Summarizer(ThreadEvents):
     def api_effects(self, api: Api, call: ast.Call, out: list[Node], scope: Optional[_Scope] = None) -> None:
         self.thread_api_effects(api, call, scope or self._scope, out)
         if api.initializes:
-            out.append(self.event("init", call, (api.name, api.library, api.init, api.note)))
+            out.append(self.event("init", call, (api.name, api.library, api.init, api.note, _env_conditions(api))))
+        self.sets_env_events(api, call, out)
         env_write = api.get("env_write")
         if env_write:
             spec = dict(env_write)
@@ -410,6 +428,12 @@ class _Summarizer(ThreadEvents):
             out.append(self.event("exit", call, (api.name,)))
         labels.api_effects(self, api, call, self._scope, out)
 
+    def sets_env_events(self, api: Api, node: ast.AST, out: list[Node]) -> None:
+        """`sets_env`: the library writes these variables itself (`import vllm` sets
+        PYTORCH_NVML_BASED_CUDA_CHECK=1); they become writes here, with their literal values."""
+        for var, value in api.get("sets_env") or ():
+            out.append(self.event("env_write", node, (var, repr(value), "str", str(value), (), "")))
+
     def arg_literal(self, call: ast.Call, slots: str) -> str:
         val = self.arg_value(call, tuple(slots.split("|")), self._scope)
         return val if isinstance(val, str) else ""
@@ -417,12 +441,22 @@ class _Summarizer(ThreadEvents):
     def arg_text(self, call: ast.Call, slots: str) -> str:
         return self.text(arg_expr(call, slots))
 
-    def env_event(self, node: Located, var: str, value: str, value_expr: Optional[ast.expr] = None) -> Event:
+    def env_event(self, node: Located, var: str, value: str, value_expr: Optional[ast.expr] = None, guarded: bool = False) -> Event:
         # data: (variable, value source text, value type, exact str value, labels); see cudalint.values
         # and cudalint.labels (CUD004 sees NVML indices written to CUDA_VISIBLE_DEVICES)
         vtype, vlit = value_info(value_expr, self._scope, self.imports) if value_expr is not None else ("", "")
         found = labels.for_event(self, value_expr, self._scope) if value_expr is not None else ()
-        return self.event("env_write", node, (var, value, vtype, vlit, found))
+        # "guarded": the write depends on a read of the same variable (an enclosing `if` tests it,
+        # or the value is computed from it): once the variable holds a value, it changes nothing
+        guarded = bool(var) and (
+            guarded or any(var in reads for reads in self._env_guards) or var in self.env_reads(value_expr, self._scope)
+        )
+        return self.event("env_write", node, (var, value, vtype, vlit, found, "guarded" if guarded else ""))
+
+    def env_reads(self, expr: Optional[ast.AST], scope: _Scope) -> set[str]:
+        if expr is None:
+            return set()
+        return static_guards.env_reads(expr, lambda e: self.is_env(e, scope), lambda e: self.key_of(e, scope))
 
     def dict_env_events(self, value: ast.Dict, scope: _Scope, out: list[Node]) -> None:
         for key, val in zip(value.keys, value.values):
@@ -457,7 +491,7 @@ class _Summarizer(ThreadEvents):
             return True
         if method == "setdefault" and args:
             value_expr = args[1].value if len(args) > 1 else None
-            out.append(self.env_event(call, self.key_of(args[0].value, scope), self.text(value_expr), value_expr))
+            out.append(self.env_event(call, self.key_of(args[0].value, scope), self.text(value_expr), value_expr, guarded=True))
             return True
         if method in ("pop", "__delitem__", "__setitem__") and args:
             out.append(self.env_event(call, self.key_of(args[0].value, scope), ""))
@@ -490,11 +524,27 @@ class _Summarizer(ThreadEvents):
             out.append(MainGuard(body=self.block(stmt.body, scope), orelse=orelse))
             return
         self.expr(stmt.test, scope, out)
-        body = self.block(stmt.body, scope)
-        if not stmt.orelse:
+        truth = self.static_truth(stmt.test)
+        if truth is not None:
+            # `if TYPE_CHECKING:`, a feature flag the module sets once: only one arm ever runs
+            out.extend(self.block(stmt.body if truth else stmt.orelse, scope))
+            return
+        reads = self.env_reads(stmt.test, scope)
+        self._env_guards.append(reads)
+        try:
+            body = self.block(stmt.body, scope)
+            orelse = self.block(stmt.orelse, scope) if stmt.orelse else None
+        finally:
+            self._env_guards.pop()
+        if orelse is None:
             out.append(Branch(arms=(body,), exhaustive=False))
         else:
-            out.append(Branch(arms=(body, self.block(stmt.orelse, scope)), exhaustive=True))
+            out.append(Branch(arms=(body, orelse), exhaustive=True))
+
+    def static_truth(self, test: ast.expr) -> Optional[bool]:
+        if self._consts is None:
+            self._consts = static_guards.module_constants(self._tree) if self._tree is not None else {}
+        return static_guards.static_truth(test, self._consts, self.imports)
 
     def for_(self, stmt: Union[ast.For, ast.AsyncFor], scope: _Scope, out: list[Node]) -> None:
         self.expr(stmt.iter, scope, out)
@@ -614,7 +664,7 @@ class _Summarizer(ThreadEvents):
             return
         if stmt.names[0].name == "*":
             self.star_imports.append(base)
-            self.import_effects(stmt, [base], out)
+            self.import_effects(stmt, [base], out, relative=bool(stmt.level))
             return
         targets = []
         for alias in stmt.names:
@@ -622,7 +672,7 @@ class _Summarizer(ThreadEvents):
             qualified = f"{base}.{name}" if base else name
             self.imports[alias.asname or name] = qualified
             targets.append(qualified)
-        self.import_effects(stmt, [base], out, submodules=targets)
+        self.import_effects(stmt, [base], out, submodules=targets, relative=bool(stmt.level))
 
     def assert_(self, stmt: ast.Assert, scope: _Scope, out: list[Node]) -> None:
         self.expr(stmt.test, scope, out)
@@ -710,7 +760,9 @@ class _Summarizer(ThreadEvents):
             if q and q in self.env_mappings:
                 scope.env_aliases.add(name)
 
-    def import_effects(self, node: ast.stmt, modules: list[str], out: list[Node], submodules: Sequence[str] = ()) -> None:
+    def import_effects(
+        self, node: ast.stmt, modules: list[str], out: list[Node], submodules: Sequence[str] = (), relative: bool = False
+    ) -> None:
         names: list[str] = []
         for mod in modules:
             parts = mod.split(".")
@@ -718,11 +770,15 @@ class _Summarizer(ThreadEvents):
         names.extend(submodules)
         seen = list(dict.fromkeys(n for n in names if n))
         lib = [n for n in seen if n.split(".")[0] in self.lib_roots]
-        for name in seen:
+        # a relative import is a library's own code (its package is already being imported): the
+        # package's import-time effects are its own top level's, read where they are
+        for name in () if relative else seen:
             for api in self.cat.imports.get(name, ()):
+                self.sets_env_events(api, node, out)
                 if not api.initializes:
                     continue  # e.g. `streamlit` (reruns_script): read by cudalint.threads from import_lib
-                out.append(self.event("init", node, (api.name, api.library, api.init, api.note)))
+                # the module name last: when the project holds that module, its own code is analyzed instead
+                out.append(self.event("init", node, (api.name, api.library, api.init, api.note, _env_conditions(api), name)))
         if lib:
             out.append(self.event("import_lib", node, tuple(lib)))
         project = tuple(n for n in seen if n.split(".")[0] not in self.lib_roots and n.split(".")[0] not in _STDLIB)
@@ -866,6 +922,14 @@ def _is_main_guard(test: ast.expr) -> bool:
     return len(names) == 1 and len(strings) == 1
 
 
+def _env_conditions(api: Api) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(facts that switch the init off, facts it needs), as the flow engine's env fact keys."""
+    return (
+        tuple(env_fact(var, value) for var, value in api.get("unless_env") or ()),
+        tuple(env_fact(var, value) for var, value in api.get("when_env") or ()),
+    )
+
+
 def noqa_lines(source: str) -> tuple[tuple[int, tuple[str, ...]], ...]:
     if "noqa" not in source and "NOQA" not in source.upper():
         return ()
@@ -883,6 +947,7 @@ def noqa_lines(source: str) -> tuple[tuple[int, tuple[str, ...]], ...]:
 
 def summarize(tree: ast.Module, source: str, path: str, modname: str, catalogue: Catalogue, is_package: bool = False) -> ModuleIR:
     s = _Summarizer(source, path, modname, catalogue, is_package)
+    s._tree = tree
     top_scope = _Scope(qualname="")
     s._scope = top_scope
     top = s.block(tree.body, top_scope)

@@ -27,7 +27,11 @@ def build_checks(catalogue: Catalogue, enabled: Callable[[str], bool], target_ve
 
 def build_derive(target_version: str = "py310") -> dict[str, list[Derive]]:
     """Facts derived at events from the facts before them (start method, fork server, env after it)."""
-    return fork.derivations(target_version)
+    out: dict[str, list[Derive]] = {}
+    for part in (fork.derivations(target_version), env.derivations()):
+        for kind, derives in part.items():
+            out.setdefault(kind, []).extend(derives)
+    return out
 
 
 def project_checks(analyzer, enabled: Callable[[str], bool], catalogue: Catalogue | None = None) -> list:

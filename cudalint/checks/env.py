@@ -9,9 +9,14 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Optional
 
-from cudalint.catalogue import Catalogue, EnvVar
+from cudalint.catalogue import Catalogue, EnvVar, env_fact
 from cudalint.findings import Finding, Step
+from cudalint.checks.fork import _judged_without_callers
 from cudalint.flow import Exposed, Fact
+
+# process starts whose child gets the parent's environment as it is at the start (a child that
+# execs or spawns a fresh interpreter initializes its own driver, from that environment)
+_FRESH_CHILD = ("exec", "spawn")
 
 
 def _reader(var: EnvVar, key: str) -> str:
@@ -53,6 +58,10 @@ def checks(catalogue: Catalogue, enabled: Callable[[str], bool]) -> Iterable[tup
                 break
         else:
             return None
+        if _no_effect_here(ev, lookup) or _meant_for_child(_analyzer, exposed):
+            return None
+        if fact.unless and _judged_without_callers(_analyzer.index, exposed):
+            return None  # the init depends on what callers did first (`import vllm`): they judge it
         reader = _reader(var, key)
         write = Step(exposed.path, ev.loc[0], f"{name} is written here, after {reader} read it")
         return Finding.at(
@@ -65,3 +74,48 @@ def checks(catalogue: Catalogue, enabled: Callable[[str], bool]) -> Iterable[tup
         )
 
     return [("env_write", check_env_write)]
+
+
+def _no_effect_here(ev, lookup: Callable[[str], Optional[Fact]]) -> bool:
+    """The write changes nothing on this path: it is guarded by a read of the same variable and the
+    variable was already written before (a second call, a second loop iteration), or it writes the
+    literal value an earlier write already gave it (rules/CUD001.md, "Writes that are not reported")."""
+    name = ev.data[0]
+    guarded = len(ev.data) > 5 and ev.data[5] == "guarded"
+    if guarded and lookup(f"env_set:{name}") is not None:
+        return True
+    value = ev.data[3] if len(ev.data) > 3 else ""
+    return bool(value) and lookup(env_fact(name, value)) is not None
+
+
+def _meant_for_child(analyzer, exposed: Exposed) -> bool:
+    """The function that writes then starts a process whose child execs or spawns a new interpreter
+    (subprocess, os.system, a 'spawn' Process): the child inherits the value and its own driver
+    reads it, so the write does what it was written for."""
+    ev = exposed.event
+    index = analyzer.index
+    owner = index.owner(exposed.path, ev.loc[0])
+    mod = index.module(exposed.path)
+    if owner is None or mod is None:
+        return False
+    for proc in index.events(mod, "process"):
+        if proc.loc[0] > ev.loc[0] and proc.data[1] in _FRESH_CHILD and index.owner(exposed.path, proc.loc[0]) == owner:
+            return True
+    return False
+
+
+def derivations() -> dict[str, list]:
+    """Facts every environment write establishes, for the judgments above and for the catalogue's
+    `unless_env`/`when_env` conditions: "env_set:V" (V holds some value) and "env_value:V=L"."""
+
+    def written(ev, path, chain, lookup) -> Iterable[tuple[str, Fact]]:
+        name = ev.data[0]
+        if not name or not (ev.data[1] or ev.data[2]):  # `os.environ.pop(V)`: removes, sets nothing
+            return []
+        fact = Fact((Step(path, ev.loc[0], f"{name} is written here"),), (ev.text, path, ev.loc[0]))
+        out = [(f"env_set:{name}", fact)]
+        if ev.data[3]:
+            out.append((env_fact(name, ev.data[3]), fact))
+        return out
+
+    return {"env_write": [written]}

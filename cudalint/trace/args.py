@@ -62,3 +62,17 @@ def short_call(name: str, args: tuple, kwargs: dict) -> str:
 
     parts = [lit(a) for a in args[:3]] + [f"{k}={lit(v)}" for k, v in list(kwargs.items())[:3]]
     return f"{name}({', '.join(parts)})"
+
+
+def env_applies(entry: dict) -> bool:
+    """The entry's environment conditions hold now: no `unless_env` variable matches its pattern and
+    every `when_env` one does (a missing variable matches nothing, not even "*")."""
+    import os
+
+    for var, pattern in entry.get("unless_env", ()):
+        if var in os.environ and _holds(pattern, os.environ[var]):
+            return False
+    for var, pattern in entry.get("when_env", ()):
+        if var not in os.environ or not _holds(pattern, os.environ[var]):
+            return False
+    return True

@@ -18,7 +18,7 @@ import threading
 from sys import _getframe
 
 from cudalint.trace import children, concurrency
-from cudalint.trace.args import applies, short_call
+from cudalint.trace.args import applies, env_applies, short_call
 from cudalint.trace.location import sites, user_stack
 from cudalint.trace.wrap import wraps
 from cudalint.trace.state import TraceState
@@ -192,6 +192,7 @@ def init_handler(state: TraceState, entry: dict[str, Any]) -> Handler:
     name = entry["name"]
     match = [(tuple(s), p) for s, p in entry.get("match", ())]
     unless = [(tuple(s), p) for s, p in entry.get("unless", ())]
+    env_conds = bool(entry.get("unless_env") or entry.get("when_env"))
 
     def record(args: tuple, kwargs: dict) -> None:
         user, caller = sites(0)
@@ -222,6 +223,8 @@ def init_handler(state: TraceState, entry: dict[str, Any]) -> Handler:
                 return fn(*args, **kwargs)  # the fast path
             a = args[1:] if skip_self else args
             if (match or unless) and not applies(match, unless, a, kwargs):
+                return fn(*args, **kwargs)
+            if env_conds and not env_applies(entry):
                 return fn(*args, **kwargs)
             state.seen_sites.add(key)
             record(a, kwargs)  # before the call: a crash inside it still leaves the evidence
@@ -258,7 +261,7 @@ def import_init_callback(state: TraceState, entry: dict[str, Any]) -> Callable[[
     name = entry["name"]
 
     def callback() -> None:
-        if name in state.done:
+        if name in state.done or not env_applies(entry):
             return
         user, caller = sites(0)
         state.done.add(name)

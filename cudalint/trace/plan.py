@@ -62,6 +62,10 @@ def _init_entry(api: Api) -> dict[str, Any]:
         "note": api.note,
         "match": _conds(api.match),
         "unless": _conds(api.unless),
+        # environment conditions (`import vllm` sets PYTORCH_NVML_BASED_CUDA_CHECK=1, after which
+        # is_available() does not initialize): checked against os.environ at the call
+        "unless_env": [list(p) for p in api.get("unless_env") or ()],
+        "when_env": [list(p) for p in api.get("when_env") or ()],
     }
 
 
