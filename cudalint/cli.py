@@ -184,8 +184,6 @@ def cli(
         from cudalint.cache_files import usable_root
 
         if usable_root(directory) is None:
-            import os
-
             shown = os.path.relpath(directory)
             shown = directory if shown.startswith("..") else shown
             click.echo(f"cudalint: warning: the cache folder {shown} is a symbolic link or not a folder: not used", err=True)
