@@ -33,7 +33,8 @@ it assumes about the summarizer: an effect comes from a catalogue entry whose la
 `X.__call__`/`X.__enter__`, the class name) appears as a word in the file, together with the
 entry's top-level package, the file's own package (relative imports) or the package of a type some
 present entry `returns`; a method entry (`x.cuda()`) needs `.name` in the text. A new kind of
-event that does not come from the catalogue must be added to `_Triggers`.
+event that does not come from the catalogue must be added to `_Triggers` (CUD010's reads and child
+environments: the text `CUDA_VISIBLE_DEVICES`).
 """
 from __future__ import annotations
 
@@ -344,6 +345,10 @@ class _Triggers:
             kinds.discard("env")
             if _ENV_WRITE.search(data):
                 kinds.add("*")
+        if only in (None, "*") and b"CUDA_VISIBLE_DEVICES" in data:
+            # CUD010: a child's environment gets it (`dict(os.environ, CUDA_VISIBLE_DEVICES=...)`), or
+            # code reads this process's own (a fact its callers' paths need: cudalint.child_env)
+            kinds.add("*")
         return tuple(sorted(kinds))
 
 

@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Mapping, Optional, Sequence, Union
 
-from cudalint import labels
+from cudalint import child_env, labels
 from cudalint.callargs import arg_expr, args_of, first_arg, positional
 from cudalint.catalogue import Api, Catalogue
 from cudalint.ir import Block, Branch, ClassInfo, Event, Function, Loop, MainGuard, ModuleIR, Node, Try
@@ -100,6 +100,8 @@ class _Scope:
     bound: set[str] = field(default_factory=set)  # names assigned here (thread events' refs)
     globals_: set[str] = field(default_factory=set)  # `global` declarations
     streams: dict[str, str] = field(default_factory=dict)  # local -> ref of the Llama it streams from
+    env_copies: set[str] = field(default_factory=set)  # names bound to a copy of the environment (cudalint.child_env)
+    argv: dict[str, str] = field(default_factory=dict)  # names bound to a command line (a list of strings), its words joined
 
     def chain(self) -> Iterator["_Scope"]:
         """This scope, then the enclosing ones out to the module."""
@@ -259,17 +261,30 @@ class _Summarizer(ThreadEvents):
         val = literal(expr, scope.all_consts())
         if val is not _UNKNOWN:
             return val
-        # a command line given as a list of strings stands for the words joined by spaces
-        if type(expr) in (ast.List, ast.Tuple) and expr.elts:  # type: ignore[attr-defined]
-            words = [literal(el, scope.all_consts()) for el in expr.elts if type(el) is not ast.Starred]  # type: ignore[attr-defined]
-            if words and all(isinstance(w, str) for w in words):
-                return " ".join(words)  # type: ignore[arg-type]
+        # a command line given as a list of strings stands for the words joined by spaces (also
+        # through a name: `cmd = ["nvidia-smi", ...]; check_output(cmd)`)
+        words = self.command_words(expr, scope)
+        if words is not None:
+            return words
+        if type(expr) is ast.Name:
+            for sc in scope.chain():
+                if expr.id in sc.argv:  # type: ignore[attr-defined]
+                    return sc.argv[expr.id]  # type: ignore[attr-defined]
+                if expr.id in sc.bound:  # type: ignore[attr-defined]
+                    break
         # torch.device("cuda:1") stands for its string
         if type(expr) is ast.Call:
             first = first_arg(expr)  # type: ignore[arg-type]
             if first is not None and self.qualify(expr.func, scope) == "torch.device":  # type: ignore[attr-defined]
                 return literal(first, scope.all_consts())
         return _UNKNOWN
+
+    def command_words(self, expr: ast.expr, scope: _Scope) -> Optional[str]:
+        if type(expr) in (ast.List, ast.Tuple) and expr.elts:  # type: ignore[attr-defined]
+            words = [literal(el, scope.all_consts()) for el in expr.elts if type(el) is not ast.Starred]  # type: ignore[attr-defined]
+            if words and all(isinstance(w, str) for w in words):
+                return " ".join(words)  # type: ignore[arg-type]
+        return None
 
     def applies(self, api: Api, call: ast.Call, scope: _Scope) -> bool:
         for slots, pattern in api.match:
@@ -323,6 +338,12 @@ class _Summarizer(ThreadEvents):
             if inner:
                 out.append(Loop(body=tuple(inner), orelse=(), loc=self.lines.loc(expr)))
             return
+        elif kind is ast.Subscript:
+            child_env.on_subscript(self, expr, scope, out)  # type: ignore[arg-type]
+        elif kind is ast.Compare:
+            child_env.on_compare(self, expr, scope, out)  # type: ignore[arg-type]
+        elif kind is ast.Dict:
+            child_env.on_dict(self, expr, scope, out)  # type: ignore[arg-type]
         for child in _children(expr):
             self.expr(child, scope, out)
 
@@ -343,6 +364,7 @@ class _Summarizer(ThreadEvents):
             if owner and isinstance(attr, str):
                 self.monkeypatch_event(f"{owner}.{attr}", call, out)
         labels.method_call(self, call, q, scope, out)
+        child_env.on_call(self, call, q, scope, out)
         self.call_effects(call, q, scope, out)
         self.llama_call_events(call, scope, out)
 
@@ -652,6 +674,8 @@ class _Summarizer(ThreadEvents):
             self.expr(target.value, scope, out)  # type: ignore[attr-defined]
             if self.is_env(target.value, scope):  # type: ignore[attr-defined]
                 out.append(self.env_event(stmt, self.subscript_key(target, scope), self.text(value), value))  # type: ignore[arg-type]
+            else:
+                child_env.on_store(self, target, value, stmt, scope, out)  # type: ignore[arg-type]
             return
         if kind is ast.Attribute:
             self.expr(target.value, scope, out)  # type: ignore[attr-defined]
@@ -690,6 +714,8 @@ class _Summarizer(ThreadEvents):
             return
         name = target.id  # type: ignore[attr-defined]
         scope.bound.add(name)
+        child_env.on_bind(self, name, value, scope)
+        scope.argv.pop(name, None)
         scope.types.pop(name, None)
         scope.env_aliases.discard(name)
         scope.consts.pop(name, None)
@@ -701,6 +727,10 @@ class _Summarizer(ThreadEvents):
         val = literal(value, scope.all_consts())
         if isinstance(val, (str, int)) and not isinstance(val, bool):
             scope.consts[name] = val
+            return
+        words = self.command_words(value, scope)  # type: ignore[arg-type]
+        if words is not None:
+            scope.argv[name] = words
             return
         typ = self.type_of_value(value, scope)
         if typ:
