@@ -47,6 +47,8 @@ EFFECT_FIELDS = {
     "cuda_ordinal_source": bool,
     "nvml_index_sink": str,
     "index_attribute": str,
+    "index_container": str,
+    "output_file": str,
     "ordinal_map": bool,
     "child_work": str,
     "starts_on": str,

@@ -67,7 +67,7 @@ _LABEL_KINDS = {
     "index_attribute": "nvml_source",
     "cuda_ordinal_source": "cuda_source",
 }
-_NO_KIND = frozenset({"returns", "exits", "ordinal_map"})
+_NO_KIND = frozenset({"returns", "exits", "ordinal_map", "index_container", "output_file"})
 # CUD101/CUD102 look at threads only around a llama.cpp context: without one in the project, thread
 # starts, locks and web endpoints produce nothing
 _LLAMA = frozenset({"llama_context", "touches_context", "streams"})
@@ -1609,9 +1609,11 @@ def _effective_kinds(scans: Mapping[str, Scan], importers: Mapping[str, list[str
     (`.index`, `local_rank`) matter only when the project has an NVML sink at all; thread starts,
     locks and endpoints only when it has a llama.cpp context."""
     has = {role: {p for p, s in scans.items() if role in s.kinds} for role in ("nvml_source", "cuda_source", "nvml_sink")}
-    nvml_below = _up_closure(has["nvml_source"], importers)
+    # a value reaches a sink from a callee (its return value: the sink's module imports the source's)
+    # or from a caller (an argument: the source's module imports the sink's)
+    nvml_below = _up_closure(has["nvml_source"], importers) | _down_closure(has["nvml_source"], importers)
     cuda_sources = has["cuda_source"] if has["nvml_sink"] else set()
-    cuda_below = _up_closure(cuda_sources, importers)
+    cuda_below = _up_closure(cuda_sources, importers) | _down_closure(cuda_sources, importers)
     llama = any("llama" in s.kinds for s in scans.values())
     out: dict[str, set[str]] = {}
     for path, scan in scans.items():
@@ -1625,6 +1627,25 @@ def _effective_kinds(scans: Mapping[str, Scan], importers: Mapping[str, list[str
         if not llama:
             ks.discard("thread")
         out[path] = ks
+    return out
+
+
+def _down_closure(seeds: Iterable[str], importers: Mapping[str, list[str]]) -> set[str]:
+    """The modules the seeds import, transitively."""
+    seeds = set(seeds)
+    if not seeds:
+        return set()
+    imports: dict[str, list[str]] = {}
+    for target, by in importers.items():
+        for imp in by:
+            imports.setdefault(imp, []).append(target)
+    out = set(seeds)
+    todo = list(out)
+    while todo:
+        for t in imports.get(todo.pop(), ()):
+            if t not in out:
+                out.add(t)
+                todo.append(t)
     return out
 
 

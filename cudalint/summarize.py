@@ -167,6 +167,7 @@ class _Summarizer(ThreadEvents):
         self.view = labels.view(catalogue)
         self.init_thread_events()
         self.return_labels: dict[str, set] = {}  # function qualname -> labels of its returned values
+        self.output_files: dict[str, object] = {}  # file name -> the label of the tool output redirected to it (cudalint.labels)
 
     # ---------- events -------------------------------------------------------------------
     def event(self, kind: str, node: Located, data: tuple = (), text: Optional[str] = None) -> Event:
@@ -389,6 +390,7 @@ class _Summarizer(ThreadEvents):
             return
         if q.startswith(":") or self.maybe_project(q):
             out.append(self.event("call", call, (q,)))
+            labels.call_args(self, call, q, scope, out)
 
     def monkeypatch_event(self, q: Optional[str], node: ast.AST, out: list[Node]) -> None:
         """`torch.cuda.is_available = ...`: a catalogued CUDA API replaced for the whole process (CUD008)."""
@@ -674,8 +676,8 @@ class _Summarizer(ThreadEvents):
             self.expr(target.value, scope, out)  # type: ignore[attr-defined]
             if self.is_env(target.value, scope):  # type: ignore[attr-defined]
                 out.append(self.env_event(stmt, self.subscript_key(target, scope), self.text(value), value))  # type: ignore[arg-type]
-            else:
-                child_env.on_store(self, target, value, stmt, scope, out)  # type: ignore[arg-type]
+            elif not child_env.on_store(self, target, value, stmt, scope, out):  # type: ignore[arg-type]
+                labels.on_store(self, target, value, scope)  # type: ignore[arg-type]
             return
         if kind is ast.Attribute:
             self.expr(target.value, scope, out)  # type: ignore[attr-defined]

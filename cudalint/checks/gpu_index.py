@@ -37,9 +37,16 @@ def resolve(index: ProjectIndex, mod: ModuleIR, labels: Iterable[Label], depth: 
     for lb in labels:
         if lb.kind in _NOTES:
             out.append((lb.kind, (Step(mod.path, int(lb.origin), _NOTES[lb.kind].format(text=lb.text)),)))  # type: ignore[arg-type]
+        elif lb.kind == "param" and depth < _MAX_DEPTH:
+            out.extend(_from_callers(index, mod, lb, depth))
         elif lb.kind == "ret" and depth < _MAX_DEPTH:
             found = index.resolve(mod, lb.detail)
             if found is None:
+                # not a project function (numpy.argmax, a library the catalogue does not know):
+                # its result keeps the numbering of what it was given
+                kept = Step(mod.path, int(lb.origin), f"{lb.text} keeps it")  # type: ignore[arg-type]
+                for kind, steps in resolve(index, mod, lb.inner, depth + 1):
+                    out.append((kind, steps + (kept,)))
                 continue
             callee_mod, qualname = found
             fn = callee_mod.functions.get(qualname)
@@ -50,6 +57,27 @@ def resolve(index: ProjectIndex, mod: ModuleIR, labels: Iterable[Label], depth: 
                 returned = Step(callee_mod.path, int(ret.origin), f"{qualname}() returns it ({ret.text})")
                 for kind, steps in resolve(index, callee_mod, ret.inner, depth + 1):
                     out.append((kind, steps + (returned, back)))
+    return out
+
+
+def _from_callers(index: ProjectIndex, mod: ModuleIR, lb: Label, depth: int) -> list[tuple[str, tuple[Step, ...]]]:
+    """A parameter holds what its callers pass: each call site's argument, resolved in the caller."""
+    qualname, _, rest = lb.detail.partition("|")
+    position, _, name = rest.partition("|")
+    fn = mod.functions.get(qualname)
+    if fn is None or not position.isdigit():
+        return []
+    # `obj.m(x)` / `self.m(x)`: the first argument written is the second parameter
+    offset = 1 if fn.params and fn.params[0] in ("self", "cls") else 0
+    slot = str(int(position) - offset) if int(position) >= offset else ""
+    out: list[tuple[str, tuple[Step, ...]]] = []
+    for caller, ev in index.arg_sites(mod.path, qualname):
+        for given_slot, given in ev.data[1]:
+            if given_slot != name and given_slot != slot:
+                continue
+            passed = Step(caller.path, ev.loc[0], f"{ev.text} passes it as `{name}`")
+            for kind, steps in resolve(index, caller, given, depth + 1):
+                out.append((kind, steps + (passed,)))
     return out
 
 
