@@ -49,6 +49,7 @@ EFFECT_FIELDS = {
     "index_attribute": str,
     "index_container": str,
     "output_file": str,
+    "gpu_offload": str,
     "ordinal_map": bool,
     "child_work": str,
     "starts_on": str,

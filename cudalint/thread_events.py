@@ -237,7 +237,7 @@ class ThreadEvents:
     def thread_api_effects(self, api: Api, call: ast.Call, scope: "_Scope", out: list[Node]) -> None:
         if api.get("llama_context"):
             self.makes_llama = True
-            out.append(self.event("llama_new", call, (api.name,)))
+            out.append(self.event("llama_new", call, (api.name, _offload(api, call))))
         conc = api.get("concurrency")
         conc_val = ""
         if conc:
@@ -358,6 +358,19 @@ def _defaults(args: ast.arguments) -> list[tuple[ast.arg, ast.expr]]:
 def _name_of(param: ast.arg) -> Located:
     """Where a parameter's name is written (`ast.arg` spans its annotation too)."""
     return Span(param.lineno, param.col_offset, param.lineno, param.col_offset + len(param.arg.encode("utf-8")))
+
+
+def _offload(api: Api, call: ast.Call) -> str:
+    """"1" when the call offloads layers to the GPU (a literal other than 0, or a value we cannot
+    read), "0" when it does not (absent: the libraries' default is 0), "" when the catalogue does not say."""
+    slots = api.get("gpu_offload")
+    if not slots:
+        return ""
+    expr = arg_expr(call, slots)
+    if expr is None:
+        return "1" if any(k.arg is None for k in call.keywords) else "0"  # `**params` may hold it
+    value = _literal(expr)
+    return "0" if value == 0 and not isinstance(value, bool) else "1"
 
 
 def _touching(cat) -> list[str]:

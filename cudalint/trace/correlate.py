@@ -17,6 +17,9 @@ Per rule (the finding's location is the place the tracer also records):
 * CUD101 (one Llama used from several threads without a lock; location = the unguarded call): a
   `concurrent` event with that line among its call sites confirms; if the line ran but no overlap
   was seen it is refuted *for this run* (races depend on timing; the evidence says so).
+* CUD103 (separate GPU contexts decoding at once; location = a decode call): a `concurrent_separate`
+  event (two threads inside two different contexts at the same time) with that line among its call
+  sites confirms; if the line ran but no such overlap was seen it is refuted for this run.
 Other codes are "not checked": the tracer records nothing that could decide them.
 
 Events that break a rule at a place with no static finding become runtime-only findings.
@@ -278,6 +281,19 @@ def _cud101(f: Finding, tl: _Timeline, cwd: str) -> Verdict:
                                "but no two were inside the same context at once in this run")
 
 
+def _cud103(f: Finding, tl: _Timeline, cwd: str) -> Verdict:
+    real = _real(f.path, cwd)
+    for e in tl.events:
+        if e["kind"] == "concurrent_separate" and any(_same_line(t.get("site"), real, f.line) for t in e["threads"]):
+            a, b = e["threads"][:2]
+            return Verdict(f, CONFIRMED, f"threads {a['name']!r} ({a['method']} at {_at(a['site'], cwd)}) and {b['name']!r} "
+                                         f"({b['method']} at {_at(b['site'], cwd)}) were inside two different contexts at the same time")
+    uses = [e for e in tl.events if e["kind"] == "llama_use" and _same_line(e.get("site"), real, f.line)]
+    if not uses:
+        return Verdict(f, NOT_REACHED, f"{os.path.relpath(real, cwd)}:{f.line} never ran")
+    return Verdict(f, REFUTED, "ran, but no two threads were inside different contexts at once in this run")
+
+
 # -- the whole ----------------------------------------------------------------------------------
 def correlate(
     findings: Sequence[Finding],
@@ -301,6 +317,8 @@ def correlate(
             verdicts.append(_cud010(f, tl, cwd))
         elif f.code == "CUD101":
             verdicts.append(_cud101(f, tl, cwd))
+        elif f.code == "CUD103":
+            verdicts.append(_cud103(f, tl, cwd))
         else:
             verdicts.append(Verdict(f, NOT_CHECKED, f"the tracer records nothing that decides {f.code}"))
 
