@@ -50,6 +50,8 @@ EFFECT_FIELDS = {
     "index_container": str,
     "output_file": str,
     "gpu_offload": str,
+    "workers": str,
+    "executor": str,
     "ordinal_map": bool,
     "child_work": str,
     "starts_on": str,

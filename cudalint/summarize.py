@@ -102,6 +102,7 @@ class _Scope:
     streams: dict[str, str] = field(default_factory=dict)  # local -> ref of the Llama it streams from
     env_copies: set[str] = field(default_factory=set)  # names bound to a copy of the environment (cudalint.child_env)
     argv: dict[str, str] = field(default_factory=dict)  # names bound to a command line (a list of strings), its words joined
+    serial_pools: set[str] = field(default_factory=set)  # names bound to a one-worker thread pool (cudalint.thread_events)
 
     def chain(self) -> Iterator["_Scope"]:
         """This scope, then the enclosing ones out to the module."""
@@ -391,6 +392,7 @@ class _Summarizer(ThreadEvents):
         if q.startswith(":") or self.maybe_project(q):
             out.append(self.event("call", call, (q,)))
             labels.call_args(self, call, q, scope, out)
+            self.call_refs(call, q, scope, out)
 
     def monkeypatch_event(self, q: Optional[str], node: ast.AST, out: list[Node]) -> None:
         """`torch.cuda.is_available = ...`: a catalogued CUDA API replaced for the whole process (CUD008)."""
@@ -686,6 +688,8 @@ class _Summarizer(ThreadEvents):
             if bind and value is not None:
                 self.bind_event(target, self.origin(value, scope), stmt, scope, out)
             if bind and value is not None and parts and parts[0] in ("self", "cls") and len(parts) == 2 and scope.cls:
+                if self.serial_pool(value, scope):
+                    self.serial_attrs.add((scope.cls, parts[1]))
                 typ = self.type_of_value(value, scope)
                 if typ:
                     self.attr_types.setdefault((scope.cls, parts[1]), typ)
@@ -717,6 +721,7 @@ class _Summarizer(ThreadEvents):
         name = target.id  # type: ignore[attr-defined]
         scope.bound.add(name)
         child_env.on_bind(self, name, value, scope)
+        self.note_pool(name, value, scope)
         scope.argv.pop(name, None)
         scope.types.pop(name, None)
         scope.env_aliases.discard(name)
