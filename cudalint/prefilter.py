@@ -208,7 +208,7 @@ class _Triggers:
                 clauses.append(
                     _Clause(
                         kind,
-                        "" if root == "builtins" else root,
+                        "" if root in ("builtins", "*") else root,
                         tuple(w.encode() for w in words if w),
                         needs if kind != "monkeypatch" else (),
                         keywords if kind != "monkeypatch" else (),

@@ -103,6 +103,7 @@ class _Scope:
     env_copies: set[str] = field(default_factory=set)  # names bound to a copy of the environment (cudalint.child_env)
     argv: dict[str, str] = field(default_factory=dict)  # names bound to a command line (a list of strings), its words joined
     serial_pools: set[str] = field(default_factory=set)  # names bound to a one-worker thread pool (cudalint.thread_events)
+    cuda_objs: dict[str, tuple] = field(default_factory=dict)  # names bound to what a CUDA-initializing call built: (line, text, library)
 
     def chain(self) -> Iterator["_Scope"]:
         """This scope, then the enclosing ones out to the module."""
@@ -367,6 +368,8 @@ class _Summarizer(ThreadEvents):
                 self.monkeypatch_event(f"{owner}.{attr}", call, out)
         labels.method_call(self, call, q, scope, out)
         child_env.on_call(self, call, q, scope, out)
+        if scope.qualname and self._cuda_names(scope):
+            self.cuda_object_use(call, scope, out)
         self.call_effects(call, q, scope, out)
         self.llama_call_events(call, scope, out)
 
@@ -375,7 +378,9 @@ class _Summarizer(ThreadEvents):
         if q is not None and not q.startswith(":"):
             for api in self.cat.calls_named(q):
                 if self.applies(api, call, scope):
-                    matched = True
+                    # the catch-all entry (`*` given device="cuda"): the call may still be a project
+                    # function's, whose body is followed too
+                    matched = api.name != "*"
                     self.api_effects(api, call, out, scope)
                     break
             if not matched and self.env_call(call, q, scope, out):
@@ -583,10 +588,43 @@ class _Summarizer(ThreadEvents):
         self.expr(stmt.value, scope, out)
 
     def assign(self, stmt: ast.Assign, scope: _Scope, out: list[Node]) -> None:
+        start = len(out)
         self.expr(stmt.value, scope, out)
         self.stream_binding(stmt.value, stmt.targets, scope, out)
         for target in stmt.targets:
             self.assign_target(target, stmt.value, stmt, scope, out)
+        self.note_cuda_object(stmt, out, start, scope)
+
+    def _cuda_names(self, scope: _Scope) -> bool:
+        return any(sc.cuda_objs for sc in scope.chain())
+
+    def note_cuda_object(self, stmt: ast.Assign, out: list[Node], start: int, scope: _Scope) -> None:
+        """`model = SentenceTransformer(..., device="cuda")`: what a CUDA-initializing call built. Its
+        later uses are CUDA uses too (a forked child that calls `model.encode` needs CUDA: CUD005)."""
+        if type(stmt.value) is not ast.Call:
+            return
+        loc = self.lines.loc(stmt.value)
+        made = next((ev for ev in out[start:] if isinstance(ev, Event) and ev.kind == "init" and ev.loc == loc), None)
+        if made is None:
+            return
+        for target in stmt.targets:
+            if type(target) is ast.Name:
+                scope.cuda_objs[target.id] = (loc[0], self.text(stmt.value), made.data[1])
+
+    def cuda_object_use(self, call: ast.Call, scope: _Scope, out: list[Node]) -> None:
+        """`model.encode(x)` / `llm(p)` on an object a CUDA-initializing call built."""
+        func = call.func
+        recv = func.value if type(func) is ast.Attribute else func
+        if type(recv) is not ast.Name:
+            return
+        for sc in scope.chain():
+            if recv.id in sc.cuda_objs:  # type: ignore[attr-defined]
+                line, text, library = sc.cuda_objs[recv.id]  # type: ignore[attr-defined]
+                note = f"uses {recv.id}, which {text} built on the GPU (line {line})"  # type: ignore[attr-defined]
+                out.append(self.event("init", call, (self.text(func), library, "context", note)))
+                return
+            if recv.id in sc.bound:  # type: ignore[attr-defined]
+                return
 
     def ann_assign(self, stmt: ast.AnnAssign, scope: _Scope, out: list[Node]) -> None:
         if stmt.value is not None:
@@ -722,6 +760,7 @@ class _Summarizer(ThreadEvents):
         scope.bound.add(name)
         child_env.on_bind(self, name, value, scope)
         self.note_pool(name, value, scope)
+        scope.cuda_objs.pop(name, None)
         scope.argv.pop(name, None)
         scope.types.pop(name, None)
         scope.env_aliases.discard(name)
