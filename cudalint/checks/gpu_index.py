@@ -11,7 +11,9 @@ function's return value and judges the sinks:
 - NVML indices written to CUDA_VISIBLE_DEVICES while nothing in the project sets
   CUDA_DEVICE_ORDER=PCI_BUS_ID: a warning of the same code (the mapping is right only in PCI order).
 
-Labels do not depend on the flow state, so each event is judged once, in its own function's walk.
+Labels do not depend on the flow state, so each event is judged once, in its own function's walk; a
+read of CUDA_VISIBLE_DEVICES earlier on that walk (in it or in a function it calls) means the code
+maps between the numberings itself, and the sink is not flagged.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from cudalint.ir import Label, ModuleIR
 
 CVD = "CUDA_VISIBLE_DEVICES"
 ORDER = "CUDA_DEVICE_ORDER"
+READ = "env_read:CUDA_VISIBLE_DEVICES"  # the fact cudalint.checks.gpu_enumeration derives
 _NOTES = {
     "nvml": "{text} gives an NVML index (physical PCI order; ignores CUDA_VISIBLE_DEVICES)",
     "cuda": "{text} is a CUDA ordinal (numbered after CUDA_VISIBLE_DEVICES)",
@@ -41,6 +44,8 @@ def resolve(index: ProjectIndex, mod: ModuleIR, labels: Iterable[Label], depth: 
             out.extend(_from_callers(index, mod, lb, depth))
         elif lb.kind == "ret" and depth < _MAX_DEPTH:
             found = index.resolve(mod, lb.detail)
+            if found is None and lb.detail.startswith(":"):
+                continue  # a local callable we cannot see (`mapper = getattr(obj, "remap")`): unknown
             if found is None:
                 # not a project function (numpy.argmax, a library the catalogue does not know):
                 # its result keeps the numbering of what it was given
@@ -116,8 +121,13 @@ def checks(enabled: Callable[[str], bool]) -> list[tuple[str, Callable]]:
             severity=severity,
         )
 
-    def check_sink(analyzer: Analyzer, exposed: Exposed, _lookup, _prefix) -> Optional[Finding]:
+    def check_sink(analyzer: Analyzer, exposed: Exposed, lookup, _prefix) -> Optional[Finding]:
         if exposed.chain:
+            return None
+        if lookup(READ) is not None:
+            # the path reads CUDA_VISIBLE_DEVICES (itself or in a helper it calls): the code maps
+            # between the numberings (DeepSpeed's _get_nvml_gpu_id: ids[torch_gpu_id] when it is set,
+            # the same id when it is not)
             return None
         index = analyzer.index
         mod = index.module(exposed.path)
