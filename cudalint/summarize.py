@@ -521,11 +521,21 @@ class _Summarizer(ThreadEvents):
             out.append(MainGuard(body=self.block(stmt.body, scope), orelse=orelse))
             return
         self.expr(stmt.test, scope, out)
+        before = dict(scope.labels)
         body = self.block(stmt.body, scope)
         if not stmt.orelse:
             out.append(Branch(arms=(body,), exhaustive=False))
         else:
-            out.append(Branch(arms=(body, self.block(stmt.orelse, scope)), exhaustive=True))
+            # value labels: either arm's assignment may be the one that ran (`best = argmax(free)`
+            # in one arm, `best = 0` in the other): the union, not the last one written
+            in_body = dict(scope.labels)
+            scope.labels.clear()
+            scope.labels.update(before)
+            orelse = self.block(stmt.orelse, scope)
+            for name, found in in_body.items():
+                if found is not before.get(name):
+                    scope.labels[name] = scope.labels.get(name, frozenset()) | found
+            out.append(Branch(arms=(body, orelse), exhaustive=True))
 
     def for_(self, stmt: Union[ast.For, ast.AsyncFor], scope: _Scope, out: list[Node]) -> None:
         self.expr(stmt.iter, scope, out)
