@@ -37,7 +37,8 @@ _MAX_DEPTH = 8
 def resolve(index: ProjectIndex, mod: ModuleIR, labels: Iterable[Label], depth: int = 0) -> list[tuple[str, tuple[Step, ...]]]:
     """(numbering, witness steps from the value's origin) for each label, through return values."""
     out: list[tuple[str, tuple[Step, ...]]] = []
-    for lb in labels:
+    # labels come in sets (string hashes vary between runs): the earliest origin is the witness
+    for lb in sorted(labels, key=lambda x: (int(x.origin) if isinstance(x.origin, int) else 0, x.kind, x.detail, x.text)):
         if lb.kind in _NOTES:
             out.append((lb.kind, (Step(mod.path, int(lb.origin), _NOTES[lb.kind].format(text=lb.text)),)))  # type: ignore[arg-type]
         elif lb.kind == "param" and depth < _MAX_DEPTH:
