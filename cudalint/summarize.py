@@ -573,6 +573,8 @@ class _Summarizer(ThreadEvents):
                 typ = self.type_of_call(ctx, scope)
                 if typ and not typ.startswith(":"):
                     for api in self.cat.calls_named(typ + ".__enter__"):
+                        if api.name == "*":
+                            break  # the catch-all is about calls given a CUDA device, not `with` blocks
                         self.api_effects(api, ctx, out)
                         break
             if item.optional_vars is not None:
