@@ -2,7 +2,8 @@
 
 - which function's walk a judgment happens in, and whether anything in the project calls that
   function (a judgment made without the callers' state is then superseded by theirs);
-- whether a function a child process runs may use CUDA, and the path to that use.
+- whether a function a child process runs may use CUDA, and the path to that use;
+- where a function is called with labelled arguments (CUD004's parameter flow).
 
 One `ProjectIndex` per run; everything is computed lazily and memoized.
 """
@@ -22,6 +23,7 @@ class ProjectIndex:
         self._called: Optional[set[tuple[str, str]]] = None
         self._by_kind: dict[tuple[str, str], list[Event]] = {}
         self._uses: dict[tuple[str, str], Optional[tuple[Step, ...]]] = {}
+        self._arg_sites: Optional[dict[tuple[str, str], list[tuple[ModuleIR, Event]]]] = None
 
     def module(self, path: str) -> Optional[ModuleIR]:
         import os
@@ -64,6 +66,17 @@ class ProjectIndex:
         if found is None:
             return None
         return found[0], found[1].qualname
+
+    def arg_sites(self, path: str, qualname: str) -> list[tuple[ModuleIR, Event]]:
+        """The "call_args" events (cudalint.labels.call_args) whose callee is that function."""
+        if self._arg_sites is None:
+            self._arg_sites = {}
+            for mod in self.project.modules:
+                for ev in self.events(mod, "call_args"):
+                    found = self.resolve(mod, ev.data[0])
+                    if found is not None:
+                        self._arg_sites.setdefault((found[0].path, found[1]), []).append((mod, ev))
+        return self._arg_sites.get((path, qualname), [])
 
     def events(self, mod: ModuleIR, kind: str) -> list[Event]:
         key = (mod.path, kind)

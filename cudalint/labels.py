@@ -9,7 +9,11 @@ variable, computed from the assigned expression in its one traversal:
 - "cuda": a CUDA ordinal (numbered after CUDA_VISIBLE_DEVICES): `torch.cuda.current_device()`,
   `device.index`, a local rank.
 - "ret": the value returned by a project function (`detail` = its call symbol), resolved by the
-  checks once every module is summarized (the callee may be defined later or in another module).
+  checks once every module is summarized (the callee may be defined later or in another module);
+  `inner` holds the labels of its arguments, which the result keeps when the symbol turns out not
+  to be a project function (`np.argmax(free)`).
+- "param": a parameter's value (`detail` = "function qualname|position|name"): the arguments given
+  at the call sites ("call_args" events), resolved by the checks (cudalint.checks.param_flow).
 - "context": a multiprocessing context object; `detail` is its start method ("" = the default one).
 - "process": a process, pool or executor object; `detail` is its start method spec, `works` the
   functions it will run, `starts_on` the methods that start the children ("" = started already).
@@ -42,12 +46,16 @@ if TYPE_CHECKING:  # pragma: no cover
 
 EMPTY: frozenset = frozenset()
 STDLIB_PARTIAL = "functools.partial"
+# the labels that go into the IR: a numbering, or where one is decided later (a project function's
+# return value, a parameter's arguments at the call sites)
+FLOWING = ("nvml", "cuda", "ret", "param")
 
 
 # ---------- catalogue views ----------------------------------------------------------------------
 @dataclass(frozen=True)
 class _View:
     index_attributes: frozenset[str]
+    index_containers: frozenset[str]
     cuda_attributes: frozenset[str]
     cuda_env: frozenset[str]
 
@@ -63,6 +71,7 @@ def view(cat: "Catalogue") -> _View:
         return got[1]
     made = _View(
         index_attributes=frozenset(a.get("index_attribute") for a in cat.apis if a.get("index_attribute")),
+        index_containers=frozenset(a.get("index_container") for a in cat.apis if a.get("index_container")),
         cuda_attributes=frozenset(a.name for a in cat.apis if a.kind == "attribute" and a.get("cuda_ordinal_source")),
         cuda_env=frozenset(a.name for a in cat.apis if a.kind == "env_read" and a.get("cuda_ordinal_source")),
     )
@@ -80,7 +89,7 @@ def _label(s: "_Summarizer", kind: str, node: ast.AST, **kw) -> Label:
 
 def keep(s: "_Summarizer", labels: Iterable[Label]) -> tuple[Label, ...]:
     """Labels that go into the IR."""
-    return tuple(lb for lb in labels if lb.kind in ("nvml", "cuda", "ret"))
+    return tuple(lb for lb in labels if lb.kind in FLOWING)
 
 
 def for_event(s: "_Summarizer", expr: ast.expr, scope: "_Scope") -> tuple[Label, ...]:
@@ -102,8 +111,9 @@ def labels_of(s: "_Summarizer", expr: Optional[ast.AST], scope: "_Scope") -> fro
         nvml = frozenset(lb for lb in base if lb.kind == "nvml")
         if nvml:
             # GPU objects (GPUtil's GPU) carry the index in one attribute; other values
-            # (nvidia-smi's CompletedProcess, its text) carry it along
-            return frozenset(lb for lb in nvml if not lb.detail or lb.detail == attr)
+            # (nvidia-smi's CompletedProcess, its text) carry it along, and so does the list of GPU
+            # objects a collection holds (gpustat's `.gpus`)
+            return frozenset(lb for lb in nvml if not lb.detail or lb.detail == attr or attr in s.view.index_containers)
         if attr in s.view.cuda_attributes:
             return frozenset({_label(s, "cuda", expr)})
         return EMPTY
@@ -172,27 +182,39 @@ def _call_labels(s: "_Summarizer", call: ast.Call, scope: "_Scope") -> frozenset
         if s.receiver_is_value(func.value, scope):
             for api in s.cat.methods.get(func.attr, ()):
                 if api.get("ordinal_map") and s.applies(api, call, scope):
-                    return EMPTY  # visible.index(physical): mapped into the other numbering
+                    # visible.index(physical): a position in a list that carries no numbering, so
+                    # mapped into the other one; a position in a per-GPU list built over one numbering
+                    # (`free.index(max(free))`, free = [... for i in range(nvmlDeviceGetCount())]) is
+                    # an index in that numbering
+                    return frozenset(lb for lb in receiver if lb.kind in ("nvml", "cuda"))
     else:
         receiver = EMPTY
+    if q is None and type(func) is ast.Name and func.id == "open" and s.output_files:
+        return _read_back(s, call, scope)
     if q is None and type(func) is ast.Name and not hasattr(builtins, func.id):
         q = ":" + func.id  # a function of this module defined further down
-    if q is not None and (q.startswith(":") or s.maybe_project(q)):
-        # a project function: its return labels are known once every module is summarized
-        return frozenset({_label(s, "ret", call, detail=q)})
     out = set(receiver)
     for arg in args:
         out |= labels_of(s, arg.value, scope)
+    if q is not None and (q.startswith(":") or s.maybe_project(q)):
+        # a project function: its return labels are known once every module is summarized; when
+        # the name is not one (`np.argmax(free)`: a library the catalogue does not know), the
+        # result keeps what it was given, as a builtin's does
+        given = tuple(lb for lb in out if lb.kind in FLOWING)
+        return frozenset({_label(s, "ret", call, detail=q, inner=given)})
     # a builtin or unknown callable (int(), str(), range(), sorted(), ",".join(...)) keeps the
     # numbering of what it is given; objects made from them (handles, contexts) are not passed on
-    return frozenset(lb for lb in out if lb.kind in ("nvml", "cuda", "ret"))
+    return frozenset(lb for lb in out if lb.kind in FLOWING)
 
 
 def _catalogued(s: "_Summarizer", apis: list["Api"], call: ast.Call, scope: "_Scope") -> frozenset:
     out: set = set()
     for api in apis:
         if api.get("nvml_index_source"):
-            out.add(_label(s, "nvml", call, api=api.name, detail=api.get("index_attribute", "")))
+            made = _label(s, "nvml", call, api=api.name, detail=api.get("index_attribute", ""))
+            out.add(made)
+            if api.get("output_file"):
+                _redirected(s, call, api.get("output_file"), made, scope)
         if api.get("cuda_ordinal_source"):
             out.add(_label(s, "cuda", call, api=api.name))
         if api.get("start_method_arg") and api.get("returns"):
@@ -200,6 +222,23 @@ def _catalogued(s: "_Summarizer", apis: list["Api"], call: ast.Call, scope: "_Sc
         if api.get("starts_process") and api.get("returns"):
             out.add(_process_label(s, api, call, scope))
     return frozenset(out)
+
+
+def _redirected(s: "_Summarizer", call: ast.Call, slots: str, made: Label, scope: "_Scope") -> None:
+    """`os.system("nvidia-smi ... > tmp")`: the file `tmp` now holds the tool's output."""
+    command = s.arg_value(call, _slots(slots), scope)
+    if isinstance(command, str) and ">" in command:
+        name = command.rsplit(">", 1)[1].strip().split(" ")[0].strip("'\"")
+        if name and "*" not in name:
+            s.output_files[name] = made
+
+
+def _read_back(s: "_Summarizer", call: ast.Call, scope: "_Scope") -> frozenset:
+    """`open("tmp")` of a file a tool's output was redirected to: the lines carry its label."""
+    first = first_arg(call)
+    name = s.key_of(first, scope) if first is not None else ""
+    made = s.output_files.get(name) if name else None
+    return frozenset({made}) if made is not None else EMPTY
 
 
 def _method_literal(s: "_Summarizer", call: ast.Call, api: "Api", scope: "_Scope") -> str:
@@ -293,14 +332,39 @@ def on_params(s: "_Summarizer", params: Sequence[ast.arg], scope: "_Scope") -> N
     # `args.local_rank` and a parameter `local_rank` mean the same; a parameter called `index`
     # (the `.index` of a torch.device) says nothing about its numbering
     names = s.view.cuda_attributes - {"index"}
-    for param in params:
+    for i, param in enumerate(params):
         name = param.arg
+        found = {_label(s, "param", param, detail=f"{scope.qualname}|{i}|{name}")}
         if name in names:
-            scope.labels[name] = frozenset({_label(s, "cuda", param)})
+            found.add(_label(s, "cuda", param))
+        scope.labels[name] = frozenset(found)
+
+
+def call_args(s: "_Summarizer", call: ast.Call, q: str, scope: "_Scope", out: list) -> None:
+    """A project function called with values of a numbering: ("call_args", (symbol, ((slot, labels), ...)))."""
+    given = []
+    position = 0
+    for arg in args_of(call):
+        if arg.star:
+            if arg.star == "*":
+                position = -1  # positions after `*xs` are unknown
+            continue
+        slot = arg.keyword if arg.keyword is not None else (str(position) if position >= 0 else "")
+        if arg.keyword is None and position >= 0:
+            position += 1
+        if not slot:
+            continue
+        found = keep(s, labels_of(s, arg.value, scope))
+        if found:
+            given.append((slot, found))
+    if given:
+        out.append(s.event("call_args", call, (q, tuple(given))))
 
 
 def api_effects(s: "_Summarizer", api: "Api", call: ast.Call, scope: "_Scope", out: list) -> None:
     """Events for a catalogued call: device-index sinks, process starts, the start method."""
+    if api.get("output_file") and api.get("nvml_index_source"):
+        _redirected(s, call, api.get("output_file"), _label(s, "nvml", call, api=api.name), scope)
     for sink, field in (("cuda", "cuda_ordinal_sink"), ("nvml", "nvml_index_sink")):
         spec = api.get(field)
         if not spec:
@@ -329,13 +393,33 @@ def api_effects(s: "_Summarizer", api: "Api", call: ast.Call, scope: "_Scope", o
         out.append(s.event("process", call, (api.name, spec, works, "fork" if api.get("forks") else "pool")))
 
 
+_ADDERS = frozenset({"append", "extend", "insert", "add", "appendleft", "extendleft"})
+
+
+def _add_to(s: "_Summarizer", container: ast.AST, value: Optional[ast.AST], scope: "_Scope") -> None:
+    """`gpus.append(i)`, `free[i] = mem`: the container now also holds values of that numbering."""
+    if type(container) is not ast.Name or value is None:
+        return
+    added = frozenset(lb for lb in labels_of(s, value, scope) if lb.kind in FLOWING)
+    if added:
+        name = container.id  # type: ignore[attr-defined]
+        scope.labels[name] = scope.lookup_labels(name) | added
+
+
+def on_store(s: "_Summarizer", target: ast.Subscript, value: Optional[ast.AST], scope: "_Scope") -> None:
+    _add_to(s, target.value, value, scope)
+    _add_to(s, target.value, target.slice, scope)  # free[i] = ...: the list is indexed by i's numbering
+
+
 def method_call(s: "_Summarizer", call: ast.Call, q: Optional[str], scope: "_Scope", out: list) -> None:
     """`p.start()`, `ex.submit(f)`, `pool.map(f, xs)` on a process-like value; `W().start()` of a
-    project subclass of a catalogued process class."""
+    project subclass of a catalogued process class; `gpus.append(i)`."""
     func = call.func
     if type(func) is not ast.Attribute:
         return
     method = func.attr
+    if method in _ADDERS and call.args:
+        _add_to(s, func.value, call.args[-1], scope)
     for lb in labels_of(s, func.value, scope):
         if lb.kind != "process":
             continue

@@ -33,7 +33,8 @@ it assumes about the summarizer: an effect comes from a catalogue entry whose la
 `X.__call__`/`X.__enter__`, the class name) appears as a word in the file, together with the
 entry's top-level package, the file's own package (relative imports) or the package of a type some
 present entry `returns`; a method entry (`x.cuda()`) needs `.name` in the text. A new kind of
-event that does not come from the catalogue must be added to `_Triggers`.
+event that does not come from the catalogue must be added to `_Triggers` (CUD010's reads and child
+environments: the text `CUDA_VISIBLE_DEVICES`).
 """
 from __future__ import annotations
 
@@ -66,11 +67,11 @@ _LABEL_KINDS = {
     "index_attribute": "nvml_source",
     "cuda_ordinal_source": "cuda_source",
 }
-_NO_KIND = frozenset({"returns", "exits", "ordinal_map"})
+_NO_KIND = frozenset({"returns", "exits", "ordinal_map", "index_container", "output_file"})
 # CUD101/CUD102 look at threads only around a llama.cpp context: without one in the project, thread
 # starts, locks and web endpoints produce nothing
-_LLAMA = frozenset({"llama_context", "touches_context", "streams"})
-_THREAD = frozenset({"starts_thread", "thread_target", "thread_many", "thread_waits", "lock", "lock_count", "endpoint", "concurrency", "singleton"})
+_LLAMA = frozenset({"llama_context", "touches_context", "streams", "gpu_offload"})
+_THREAD = frozenset({"workers", "executor", "starts_thread", "thread_target", "thread_many", "thread_waits", "lock", "lock_count", "endpoint", "concurrency", "singleton"})
 # the write forms of the environment mapping the summarizer knows (cudalint.summarize: assign_target,
 # env_call, `|=`, del, aliases); `from os import environ as e` makes every `e[...] = ` one
 _ENV_WRITE = re.compile(
@@ -207,7 +208,7 @@ class _Triggers:
                 clauses.append(
                     _Clause(
                         kind,
-                        "" if root == "builtins" else root,
+                        "" if root in ("builtins", "*") else root,
                         tuple(w.encode() for w in words if w),
                         needs if kind != "monkeypatch" else (),
                         keywords if kind != "monkeypatch" else (),
@@ -344,6 +345,10 @@ class _Triggers:
             kinds.discard("env")
             if _ENV_WRITE.search(data):
                 kinds.add("*")
+        if only in (None, "*") and b"CUDA_VISIBLE_DEVICES" in data:
+            # CUD010: a child's environment gets it (`dict(os.environ, CUDA_VISIBLE_DEVICES=...)`), or
+            # code reads this process's own (a fact its callers' paths need: cudalint.child_env)
+            kinds.add("*")
         return tuple(sorted(kinds))
 
 
@@ -1604,9 +1609,11 @@ def _effective_kinds(scans: Mapping[str, Scan], importers: Mapping[str, list[str
     (`.index`, `local_rank`) matter only when the project has an NVML sink at all; thread starts,
     locks and endpoints only when it has a llama.cpp context."""
     has = {role: {p for p, s in scans.items() if role in s.kinds} for role in ("nvml_source", "cuda_source", "nvml_sink")}
-    nvml_below = _up_closure(has["nvml_source"], importers)
+    # a value reaches a sink from a callee (its return value: the sink's module imports the source's)
+    # or from a caller (an argument: the source's module imports the sink's)
+    nvml_below = _up_closure(has["nvml_source"], importers) | _down_closure(has["nvml_source"], importers)
     cuda_sources = has["cuda_source"] if has["nvml_sink"] else set()
-    cuda_below = _up_closure(cuda_sources, importers)
+    cuda_below = _up_closure(cuda_sources, importers) | _down_closure(cuda_sources, importers)
     llama = any("llama" in s.kinds for s in scans.values())
     out: dict[str, set[str]] = {}
     for path, scan in scans.items():
@@ -1620,6 +1627,25 @@ def _effective_kinds(scans: Mapping[str, Scan], importers: Mapping[str, list[str
         if not llama:
             ks.discard("thread")
         out[path] = ks
+    return out
+
+
+def _down_closure(seeds: Iterable[str], importers: Mapping[str, list[str]]) -> set[str]:
+    """The modules the seeds import, transitively."""
+    seeds = set(seeds)
+    if not seeds:
+        return set()
+    imports: dict[str, list[str]] = {}
+    for target, by in importers.items():
+        for imp in by:
+            imports.setdefault(imp, []).append(target)
+    out = set(seeds)
+    todo = list(out)
+    while todo:
+        for t in imports.get(todo.pop(), ()):
+            if t not in out:
+                out.add(t)
+                todo.append(t)
     return out
 
 

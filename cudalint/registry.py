@@ -36,8 +36,10 @@ RULES: dict[str, Rule] = {
         Rule("CUD007", "invalid-device-value", "a non-string written to os.environ, or a device value CUDA or the library will not parse as intended"),
         Rule("CUD008", "availability-monkeypatch", "a CUDA availability/initializing API replaced by assignment (torch.cuda.is_available = lambda: False)", "warning"),
         Rule("CUD009", "notebook-shell-export", "`!export VAR=...` in a notebook: it runs in a subshell and does not change the kernel's environment"),
+        Rule("CUD010", "gpu-enumeration-ignores-visible-devices", "GPUs listed with nvidia-smi/NVML/GPUtil and handed out as CUDA_VISIBLE_DEVICES without reading this process's own CUDA_VISIBLE_DEVICES"),
         Rule("CUD101", "llama-context-shared-across-threads", "one llama.cpp context (Llama, LlamaCpp, ctransformers LLM) used from several threads without a common lock"),
         Rule("CUD102", "llama-context-created-concurrently", "a llama.cpp context created on several threads at once without a lock", severity="warning"),
+        Rule("CUD103", "llama-contexts-decode-concurrently-on-gpu", "separate GPU-offloaded llama.cpp contexts decoding on several threads at once without one global lock", severity="warning"),
         Rule("CUD900", "unreadable-file", "a file that cannot be read, decoded or parsed"),
     )
 }

@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Mapping, Optional, Sequence, Union
 
-from cudalint import labels
+from cudalint import child_env, labels
 from cudalint.callargs import arg_expr, args_of, first_arg, positional
 from cudalint.catalogue import Api, Catalogue, env_fact
 from cudalint.ir import Block, Branch, ClassInfo, Event, Function, Loop, MainGuard, ModuleIR, Node, Try
@@ -102,6 +102,10 @@ class _Scope:
     bound: set[str] = field(default_factory=set)  # names assigned here (thread events' refs)
     globals_: set[str] = field(default_factory=set)  # `global` declarations
     streams: dict[str, str] = field(default_factory=dict)  # local -> ref of the Llama it streams from
+    env_copies: set[str] = field(default_factory=set)  # names bound to a copy of the environment (cudalint.child_env)
+    argv: dict[str, str] = field(default_factory=dict)  # names bound to a command line (a list of strings), its words joined
+    serial_pools: set[str] = field(default_factory=set)  # names bound to a one-worker thread pool (cudalint.thread_events)
+    cuda_objs: dict[str, tuple] = field(default_factory=dict)  # names bound to what a CUDA-initializing call built: (line, text, library)
 
     def chain(self) -> Iterator["_Scope"]:
         """This scope, then the enclosing ones out to the module."""
@@ -171,6 +175,7 @@ class _Summarizer(ThreadEvents):
         self._consts: Optional[dict] = None  # static_guards.module_constants, computed when an `if` asks
         self._restored: Optional[frozenset] = None  # static_guards.restored_attributes of the module
         self._env_guards: list[set] = []  # variables the enclosing `if` tests read (cudalint.static_guards)
+        self.output_files: dict[str, object] = {}  # file name -> the label of the tool output redirected to it (cudalint.labels)
 
     # ---------- events -------------------------------------------------------------------
     def event(self, kind: str, node: Located, data: tuple = (), text: Optional[str] = None) -> Event:
@@ -265,17 +270,30 @@ class _Summarizer(ThreadEvents):
         val = literal(expr, scope.all_consts())
         if val is not _UNKNOWN:
             return val
-        # a command line given as a list of strings stands for the words joined by spaces
-        if type(expr) in (ast.List, ast.Tuple) and expr.elts:  # type: ignore[attr-defined]
-            words = [literal(el, scope.all_consts()) for el in expr.elts if type(el) is not ast.Starred]  # type: ignore[attr-defined]
-            if words and all(isinstance(w, str) for w in words):
-                return " ".join(words)  # type: ignore[arg-type]
+        # a command line given as a list of strings stands for the words joined by spaces (also
+        # through a name: `cmd = ["nvidia-smi", ...]; check_output(cmd)`)
+        words = self.command_words(expr, scope)
+        if words is not None:
+            return words
+        if type(expr) is ast.Name:
+            for sc in scope.chain():
+                if expr.id in sc.argv:  # type: ignore[attr-defined]
+                    return sc.argv[expr.id]  # type: ignore[attr-defined]
+                if expr.id in sc.bound:  # type: ignore[attr-defined]
+                    break
         # torch.device("cuda:1") stands for its string
         if type(expr) is ast.Call:
             first = first_arg(expr)  # type: ignore[arg-type]
             if first is not None and self.qualify(expr.func, scope) == "torch.device":  # type: ignore[attr-defined]
                 return literal(first, scope.all_consts())
         return _UNKNOWN
+
+    def command_words(self, expr: ast.expr, scope: _Scope) -> Optional[str]:
+        if type(expr) in (ast.List, ast.Tuple) and expr.elts:  # type: ignore[attr-defined]
+            words = [literal(el, scope.all_consts()) for el in expr.elts if type(el) is not ast.Starred]  # type: ignore[attr-defined]
+            if words and all(isinstance(w, str) for w in words):
+                return " ".join(words)  # type: ignore[arg-type]
+        return None
 
     def applies(self, api: Api, call: ast.Call, scope: _Scope) -> bool:
         for slots, pattern in api.match:
@@ -332,6 +350,12 @@ class _Summarizer(ThreadEvents):
             if inner:
                 out.append(Loop(body=tuple(inner), orelse=(), loc=self.lines.loc(expr)))
             return
+        elif kind is ast.Subscript:
+            child_env.on_subscript(self, expr, scope, out)  # type: ignore[arg-type]
+        elif kind is ast.Compare:
+            child_env.on_compare(self, expr, scope, out)  # type: ignore[arg-type]
+        elif kind is ast.Dict:
+            child_env.on_dict(self, expr, scope, out)  # type: ignore[arg-type]
         for child in _children(expr):
             self.expr(child, scope, out)
 
@@ -352,6 +376,9 @@ class _Summarizer(ThreadEvents):
             if owner and isinstance(attr, str):
                 self.monkeypatch_event(f"{owner}.{attr}", call, out)
         labels.method_call(self, call, q, scope, out)
+        child_env.on_call(self, call, q, scope, out)
+        if scope.qualname and self._cuda_names(scope):
+            self.cuda_object_use(call, scope, out)
         self.call_effects(call, q, scope, out)
         self.llama_call_events(call, scope, out)
 
@@ -360,7 +387,9 @@ class _Summarizer(ThreadEvents):
         if q is not None and not q.startswith(":"):
             for api in self.cat.calls_named(q):
                 if self.applies(api, call, scope):
-                    matched = True
+                    # the catch-all entry (`*` given device="cuda"): the call may still be a project
+                    # function's, whose body is followed too
+                    matched = api.name != "*"
                     self.api_effects(api, call, out, scope)
                     break
             if not matched and self.env_call(call, q, scope, out):
@@ -376,6 +405,8 @@ class _Summarizer(ThreadEvents):
             return
         if q.startswith(":") or self.maybe_project(q):
             out.append(self.event("call", call, (q,)))
+            labels.call_args(self, call, q, scope, out)
+            self.call_refs(call, q, scope, out)
 
     def monkeypatch_event(self, q: Optional[str], node: ast.AST, out: list[Node]) -> None:
         """`torch.cuda.is_available = ...`: a catalogued CUDA API replaced for the whole process (CUD008)."""
@@ -532,14 +563,23 @@ class _Summarizer(ThreadEvents):
         reads = self.env_reads(stmt.test, scope)
         self._env_guards.append(reads)
         try:
+            before = dict(scope.labels)
             body = self.block(stmt.body, scope)
-            orelse = self.block(stmt.orelse, scope) if stmt.orelse else None
+            if not stmt.orelse:
+                out.append(Branch(arms=(body,), exhaustive=False))
+            else:
+                # value labels: either arm's assignment may be the one that ran (`best = argmax(free)`
+                # in one arm, `best = 0` in the other): the union, not the last one written
+                in_body = dict(scope.labels)
+                scope.labels.clear()
+                scope.labels.update(before)
+                orelse = self.block(stmt.orelse, scope)
+                for name, found in in_body.items():
+                    if found is not before.get(name):
+                        scope.labels[name] = scope.labels.get(name, frozenset()) | found
+                out.append(Branch(arms=(body, orelse), exhaustive=True))
         finally:
             self._env_guards.pop()
-        if orelse is None:
-            out.append(Branch(arms=(body,), exhaustive=False))
-        else:
-            out.append(Branch(arms=(body, orelse), exhaustive=True))
 
     def static_truth(self, test: ast.expr) -> Optional[bool]:
         if self._consts is None:
@@ -582,6 +622,8 @@ class _Summarizer(ThreadEvents):
                 typ = self.type_of_call(ctx, scope)
                 if typ and not typ.startswith(":"):
                     for api in self.cat.calls_named(typ + ".__enter__"):
+                        if api.name == "*":
+                            break  # the catch-all is about calls given a CUDA device, not `with` blocks
                         self.api_effects(api, ctx, out)
                         break
             if item.optional_vars is not None:
@@ -607,10 +649,43 @@ class _Summarizer(ThreadEvents):
         self.expr(stmt.value, scope, out)
 
     def assign(self, stmt: ast.Assign, scope: _Scope, out: list[Node]) -> None:
+        start = len(out)
         self.expr(stmt.value, scope, out)
         self.stream_binding(stmt.value, stmt.targets, scope, out)
         for target in stmt.targets:
             self.assign_target(target, stmt.value, stmt, scope, out)
+        self.note_cuda_object(stmt, out, start, scope)
+
+    def _cuda_names(self, scope: _Scope) -> bool:
+        return any(sc.cuda_objs for sc in scope.chain())
+
+    def note_cuda_object(self, stmt: ast.Assign, out: list[Node], start: int, scope: _Scope) -> None:
+        """`model = SentenceTransformer(..., device="cuda")`: what a CUDA-initializing call built. Its
+        later uses are CUDA uses too (a forked child that calls `model.encode` needs CUDA: CUD005)."""
+        if type(stmt.value) is not ast.Call:
+            return
+        loc = self.lines.loc(stmt.value)
+        made = next((ev for ev in out[start:] if isinstance(ev, Event) and ev.kind == "init" and ev.loc == loc), None)
+        if made is None:
+            return
+        for target in stmt.targets:
+            if type(target) is ast.Name:
+                scope.cuda_objs[target.id] = (loc[0], self.text(stmt.value), made.data[1])
+
+    def cuda_object_use(self, call: ast.Call, scope: _Scope, out: list[Node]) -> None:
+        """`model.encode(x)` / `llm(p)` on an object a CUDA-initializing call built."""
+        func = call.func
+        recv = func.value if type(func) is ast.Attribute else func
+        if type(recv) is not ast.Name:
+            return
+        for sc in scope.chain():
+            if recv.id in sc.cuda_objs:  # type: ignore[attr-defined]
+                line, text, library = sc.cuda_objs[recv.id]  # type: ignore[attr-defined]
+                note = f"uses {recv.id}, which {text} built on the GPU (line {line})"  # type: ignore[attr-defined]
+                out.append(self.event("init", call, (self.text(func), library, "context", note)))
+                return
+            if recv.id in sc.bound:  # type: ignore[attr-defined]
+                return
 
     def ann_assign(self, stmt: ast.AnnAssign, scope: _Scope, out: list[Node]) -> None:
         if stmt.value is not None:
@@ -702,6 +777,8 @@ class _Summarizer(ThreadEvents):
             self.expr(target.value, scope, out)  # type: ignore[attr-defined]
             if self.is_env(target.value, scope):  # type: ignore[attr-defined]
                 out.append(self.env_event(stmt, self.subscript_key(target, scope), self.text(value), value))  # type: ignore[arg-type]
+            elif not child_env.on_store(self, target, value, stmt, scope, out):  # type: ignore[arg-type]
+                labels.on_store(self, target, value, scope)  # type: ignore[arg-type]
             return
         if kind is ast.Attribute:
             self.expr(target.value, scope, out)  # type: ignore[attr-defined]
@@ -710,6 +787,8 @@ class _Summarizer(ThreadEvents):
             if bind and value is not None:
                 self.bind_event(target, self.origin(value, scope), stmt, scope, out)
             if bind and value is not None and parts and parts[0] in ("self", "cls") and len(parts) == 2 and scope.cls:
+                if self.serial_pool(value, scope):
+                    self.serial_attrs.add((scope.cls, parts[1]))
                 typ = self.type_of_value(value, scope)
                 if typ:
                     self.attr_types.setdefault((scope.cls, parts[1]), typ)
@@ -740,6 +819,10 @@ class _Summarizer(ThreadEvents):
             return
         name = target.id  # type: ignore[attr-defined]
         scope.bound.add(name)
+        child_env.on_bind(self, name, value, scope)
+        self.note_pool(name, value, scope)
+        scope.cuda_objs.pop(name, None)
+        scope.argv.pop(name, None)
         scope.types.pop(name, None)
         scope.env_aliases.discard(name)
         scope.consts.pop(name, None)
@@ -751,6 +834,10 @@ class _Summarizer(ThreadEvents):
         val = literal(value, scope.all_consts())
         if isinstance(val, (str, int)) and not isinstance(val, bool):
             scope.consts[name] = val
+            return
+        words = self.command_words(value, scope)  # type: ignore[arg-type]
+        if words is not None:
+            scope.argv[name] = words
             return
         typ = self.type_of_value(value, scope)
         if typ:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Optional
 
 import ast
 
-from cudalint.callargs import arg_expr, first_arg, positional
+from cudalint.callargs import arg_expr, args_of, first_arg, positional
 
 from cudalint.catalogue import Api
 from cudalint.ir import Function, Node
@@ -45,6 +45,7 @@ class ThreadEvents:
         self._lambdas = 0
         self._yields: list[bool] = []
         self.makes_llama = False  # cudalint.ir.ModuleIR.makes_llama
+        self.serial_attrs: set[tuple[str, str]] = set()  # (class, attribute) holding a one-worker pool
 
     # ---------- where an object lives ----------------------------------------------------------
     def ref(self, expr: ast.AST, scope: "_Scope") -> Optional[str]:
@@ -233,11 +234,54 @@ class ThreadEvents:
                 return f"new:{q}"  # a fresh lock each time: it protects nothing
         return None
 
+    # ---------- one-worker pools ------------------------------------------------------------------
+    def serial_pool(self, value: Optional[ast.AST], scope: "_Scope") -> bool:
+        """`ThreadPoolExecutor(max_workers=1)`: a pool whose work never overlaps."""
+        if type(value) is not ast.Call:
+            return False
+        q = self.qualify(value.func, scope)  # type: ignore[attr-defined]
+        for api in self.cat.calls_named(q) if q else ():
+            slots = api.get("workers")
+            if slots and api.get("starts_thread"):
+                expr = arg_expr(value, slots)  # type: ignore[arg-type]
+                return expr is not None and _literal(expr) == 1
+        return False
+
+    def note_pool(self, name: str, value: Optional[ast.AST], scope: "_Scope") -> None:
+        scope.serial_pools.discard(name)
+        if self.serial_pool(value, scope):
+            scope.serial_pools.add(name)
+
+    def _serial_receiver(self, call: ast.Call, scope: "_Scope", api: Api) -> Optional[str]:
+        """The ref of the one-worker pool this call hands work to, if it is one: the receiver
+        (`pool.submit(f)`), or the argument the catalogue names (`loop.run_in_executor(pool, f)`)."""
+        func = call.func
+        slots = api.get("executor")
+        if slots:
+            recv = arg_expr(call, slots)
+        elif type(func) is ast.Attribute:
+            recv = func.value
+        else:
+            return None
+        if recv is None:
+            return None
+        if type(recv) is ast.Name:
+            for sc in scope.chain():
+                if recv.id in sc.serial_pools:  # type: ignore[attr-defined]
+                    return self.ref(recv, scope)
+                if recv.id in sc.bound:  # type: ignore[attr-defined]
+                    return None
+            return None
+        parts = _dotted(recv)
+        if parts and len(parts) == 2 and parts[0] in ("self", "cls") and scope.cls and (scope.cls, parts[1]) in self.serial_attrs:
+            return self.ref(recv, scope)
+        return None
+
     # ---------- effects of catalogued calls -------------------------------------------------------
     def thread_api_effects(self, api: Api, call: ast.Call, scope: "_Scope", out: list[Node]) -> None:
         if api.get("llama_context"):
             self.makes_llama = True
-            out.append(self.event("llama_new", call, (api.name,)))
+            out.append(self.event("llama_new", call, (api.name, _offload(api, call))))
         conc = api.get("concurrency")
         conc_val = ""
         if conc:
@@ -257,6 +301,9 @@ class ThreadEvents:
         if not target and not obj:
             return
         many = "1" if api.get("thread_many") or conc_val == "many" else ""
+        serial = self._serial_receiver(call, scope, api)
+        if serial:
+            many, conc_val = "", f"serial:{serial}"  # one worker: the work runs one at a time
         waits = "1" if api.get("thread_waits") else ""
         args = tuple(self.ref(a, scope) or "" for a in self._thread_args(call, expr))
         out.append(self.event("thread_start", call, (api.name, target, recv, obj, many, waits, args, conc_val)))
@@ -288,7 +335,7 @@ class ThreadEvents:
             if q and (q.startswith(":") or self.maybe_project(q)):
                 return (q, "", "")  # a generator function: its body runs where it is iterated
             return ("", "", "")
-        if kind is ast.Attribute and expr.attr in self.touch_names:  # type: ignore[attr-defined]
+        if kind is ast.Attribute and expr.attr in self.touch_names and not self._own_method(expr, scope):  # type: ignore[attr-defined]
             r = self.ref(expr.value, scope)  # type: ignore[attr-defined]
             return ("", "", f"{expr.attr}|{r}" if r else "")  # type: ignore[attr-defined]
         if kind is ast.Name or kind is ast.Attribute:
@@ -300,6 +347,38 @@ class ThreadEvents:
                 obj = None  # an imported function
             return (target, recv, f"__call__|{obj}" if obj else "")
         return ("", "", "")
+
+    def _own_method(self, expr: ast.Attribute, scope: "_Scope") -> bool:
+        """`self.generate` in a project class that is not a llama class itself: its own method
+        (which may share a name with a llama method), not the llama context's."""
+        q = self.qualify(expr, scope)
+        if not q or not q.startswith(":"):
+            return False
+        cls = q[1:].rpartition(".")[0]
+        info = self.classes.get(cls)
+        if info is None:
+            return False
+        return not any(api.get("llama_context") for base in info.bases for api in self.cat.calls_named(base))
+
+    def call_refs(self, call: ast.Call, q: str, scope: "_Scope", out: list[Node]) -> None:
+        """A project function (or class) given objects: ("call_refs", (symbol, ((slot, ref), ...))), so
+        the thread model knows what its parameters hold (`Worker(llm)`, `use_it(llm, p)`)."""
+        refs = []
+        position = 0
+        for arg in args_of(call):
+            if arg.star:
+                if arg.star == "*":
+                    position = -1  # positions after `*xs` are unknown
+                continue
+            slot = arg.keyword if arg.keyword is not None else (str(position) if position >= 0 else "")
+            if arg.keyword is None and position >= 0:
+                position += 1
+            if slot and type(arg.value) in (ast.Name, ast.Attribute):
+                r = self.ref(arg.value, scope)
+                if r:
+                    refs.append((slot, r))
+        if refs:
+            out.append(self.event("call_refs", call, (q, tuple(refs))))
 
     def lambda_function(self, node: ast.Lambda, scope: "_Scope") -> str:
         from cudalint.summarize import _Scope
@@ -358,6 +437,19 @@ def _defaults(args: ast.arguments) -> list[tuple[ast.arg, ast.expr]]:
 def _name_of(param: ast.arg) -> Located:
     """Where a parameter's name is written (`ast.arg` spans its annotation too)."""
     return Span(param.lineno, param.col_offset, param.lineno, param.col_offset + len(param.arg.encode("utf-8")))
+
+
+def _offload(api: Api, call: ast.Call) -> str:
+    """"1" when the call offloads layers to the GPU (a literal other than 0, or a value we cannot
+    read), "0" when it does not (absent: the libraries' default is 0), "" when the catalogue does not say."""
+    slots = api.get("gpu_offload")
+    if not slots:
+        return ""
+    expr = arg_expr(call, slots)
+    if expr is None:
+        return "1" if any(k.arg is None for k in call.keywords) else "0"  # `**params` may hold it
+    value = _literal(expr)
+    return "0" if value == 0 and not isinstance(value, bool) else "1"
 
 
 def _touching(cat) -> list[str]:

@@ -160,6 +160,9 @@ class ThreadAnalysis:
             mod = self.fns[(path, qual)][0]
             for site in sites:
                 ev = site.event
+                if ev.kind == "call_refs":
+                    self._call_binds(ev, mod, qual)
+                    continue
                 if ev.kind != "thread_start" or not ev.data[1] or not any(ev.data[6]):
                     continue
                 target = self.function(ev.data[1], mod)
@@ -170,6 +173,23 @@ class ThreadAnalysis:
                 for param, arg in zip(params, ev.data[6]):
                     if arg:
                         self.binds.setdefault(("l", tmod.path, tfn.qualname, param), []).append((f"ref:{arg}", mod, qual, ev.loc[0], False))
+
+    def _call_binds(self, ev: Event, mod: ModuleIR, qual: str) -> None:
+        """`Worker(llm)`, `use_it(llm, p)`: the callee's parameters hold what the call passes."""
+        target = self.function(ev.data[0], mod)
+        if target is None:
+            return
+        tmod, tfn = target
+        params = list(tfn.params)
+        offset = 1 if params and params[0] in ("self", "cls") else 0
+        for slot, ref in ev.data[1]:
+            if slot.isdigit():
+                i = int(slot) + offset
+                param = params[i] if i < len(params) else None
+            else:
+                param = slot if slot in params else None
+            if param:
+                self.binds.setdefault(("l", tmod.path, tfn.qualname, param), []).append((f"ref:{ref}", mod, qual, ev.loc[0], False))
 
     def function(self, symbol: str, mod: ModuleIR) -> Optional[tuple[ModuleIR, Function]]:
         target = self.project.resolve_symbol(symbol, mod)
@@ -457,10 +477,15 @@ class ThreadAnalysis:
 
     def _thread(self, ev: Event, site: Site, mod: ModuleIR, qual: str, ctx: Context, work: list) -> None:
         api, symbol, recv, obj, many, waits, _args, conc = ev.data
+        # a one-worker pool (`ThreadPoolExecutor(max_workers=1)`): everything handed to it runs on
+        # one thread, one at a time, wherever it was submitted from
+        serial = self.canon(conc[len("serial:"):], mod, qual) if conc.startswith("serial:") else None
+        if serial is not None:
+            conc = "one"
         apis = self.cat.calls_named(api) or self.cat.methods.get(api.lstrip("."), ())
         if not many and conc == "" and any(a.get("concurrency") for a in apis):
             many = "1" if self.default_many else ""
-        spawn_many = bool(many) or site.in_loop
+        spawn_many = (bool(many) or site.in_loop) and serial is None
         locks = (ctx.locks | self.effective_locks(site.held, mod, qual)) if waits else frozenset()
         target = self.function(symbol, mod) if symbol else None
         short = api.rsplit(".", 1)[-1] if not api.startswith(".") else api[1:]
@@ -472,7 +497,7 @@ class ThreadAnalysis:
             name = ref.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
             what = f"iterating {name}'s stream" if method == "iter" else (f"{name}()" if method == "__call__" else f"{name}.{method}()")
             tmod, tfn = None, None
-        where = "several worker threads at once" if spawn_many else "another thread"
+        where = "several worker threads at once" if spawn_many else ("the pool's one worker thread" if serial is not None else "another thread")
         step = Step(mod.path, ev.loc[0], f"{short}(...) runs {what} on {where}" + (" (in a loop)" if site.in_loop and not many else ""))
         if tfn is not None and tfn.is_async:
             new = replace(ctx, locks=ctx.locks, steps=ctx.steps + (step,))  # coroutines run on the event loop
@@ -486,8 +511,8 @@ class ThreadAnalysis:
             "threading.Timer": "a timer thread",
         }.get(api, f"threads of {short}(...)")
         new = Context(
-            id=f"thread:{mod.path}:{ev.loc[0]}",
-            many=spawn_many or ctx.many,
+            id=f"thread:{mod.path}:{ev.loc[0]}" if serial is None else f"serial:{serial}",
+            many=(spawn_many or ctx.many) and serial is None,
             locks=locks,
             steps=ctx.steps + (step,),
             how=how,

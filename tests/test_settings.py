@@ -57,9 +57,9 @@ def project(tmp_path: Path, settings: str, files: dict[str, str]) -> Path:
             "cudalint: pyproject.toml: [tool.cudalint] 'per-file-ignores' 'tests/*' must be a list of strings, got a string ('CUD001')\n",
         ),
         (
-            '[tool.cudalint]\nignore = ["CUD01"]\n',
-            "cudalint: pyproject.toml: [tool.cudalint] 'ignore': 'CUD01' is no rule code or prefix; known codes: "
-            "CUD001, CUD002, CUD003, CUD004, CUD005, CUD006, CUD007, CUD008, CUD009, CUD101, CUD102, CUD900\n",
+            '[tool.cudalint]\nignore = ["CUD02"]\n',
+            "cudalint: pyproject.toml: [tool.cudalint] 'ignore': 'CUD02' is no rule code or prefix; known codes: "
+            "CUD001, CUD002, CUD003, CUD004, CUD005, CUD006, CUD007, CUD008, CUD009, CUD010, CUD101, CUD102, CUD103, CUD900\n",
         ),
         (
             '[tool.cudalint]\nrespect-gitignore = "yes"\n',

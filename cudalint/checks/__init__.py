@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Callable
 
 from cudalint.catalogue import Catalogue
-from cudalint.checks import device_values, env, fork, gpu_index, monkeypatch
+from cudalint.checks import device_values, env, fork, gpu_enumeration, gpu_index, monkeypatch
 from cudalint.flow import Check, Derive
 
 
@@ -18,7 +18,7 @@ def build_checks(catalogue: Catalogue, enabled: Callable[[str], bool], target_ve
     for module in (env, device_values, monkeypatch):
         for kind, check in module.checks(catalogue, enabled):
             checks.setdefault(kind, []).append(check)
-    for kind, check in gpu_index.checks(enabled):
+    for kind, check in gpu_index.checks(enabled) + gpu_enumeration.checks(enabled):
         checks.setdefault(kind, []).append(check)
     for kind, check in fork.checks(target_version, enabled):
         checks.setdefault(kind, []).append(check)
@@ -26,9 +26,10 @@ def build_checks(catalogue: Catalogue, enabled: Callable[[str], bool], target_ve
 
 
 def build_derive(target_version: str = "py310") -> dict[str, list[Derive]]:
-    """Facts derived at events from the facts before them (start method, fork server, env after it)."""
+    """Facts derived at events from the facts before them (start method, fork server, env after it,
+    a read of CUDA_VISIBLE_DEVICES)."""
     out: dict[str, list[Derive]] = {}
-    for part in (fork.derivations(target_version), env.derivations()):
+    for part in (fork.derivations(target_version), env.derivations(), gpu_enumeration.derivations()):
         for kind, derives in part.items():
             out.setdefault(kind, []).extend(derives)
     return out

@@ -11,7 +11,9 @@ function's return value and judges the sinks:
 - NVML indices written to CUDA_VISIBLE_DEVICES while nothing in the project sets
   CUDA_DEVICE_ORDER=PCI_BUS_ID: a warning of the same code (the mapping is right only in PCI order).
 
-Labels do not depend on the flow state, so each event is judged once, in its own function's walk.
+Labels do not depend on the flow state, so each event is judged once, in its own function's walk; a
+read of CUDA_VISIBLE_DEVICES earlier on that walk (in it or in a function it calls) means the code
+maps between the numberings itself, and the sink is not flagged.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from cudalint.ir import Label, ModuleIR
 
 CVD = "CUDA_VISIBLE_DEVICES"
 ORDER = "CUDA_DEVICE_ORDER"
+READ = "env_read:CUDA_VISIBLE_DEVICES"  # the fact cudalint.checks.gpu_enumeration derives
 _NOTES = {
     "nvml": "{text} gives an NVML index (physical PCI order; ignores CUDA_VISIBLE_DEVICES)",
     "cuda": "{text} is a CUDA ordinal (numbered after CUDA_VISIBLE_DEVICES)",
@@ -34,12 +37,22 @@ _MAX_DEPTH = 8
 def resolve(index: ProjectIndex, mod: ModuleIR, labels: Iterable[Label], depth: int = 0) -> list[tuple[str, tuple[Step, ...]]]:
     """(numbering, witness steps from the value's origin) for each label, through return values."""
     out: list[tuple[str, tuple[Step, ...]]] = []
-    for lb in labels:
+    # labels come in sets (string hashes vary between runs): the earliest origin is the witness
+    for lb in sorted(labels, key=lambda x: (int(x.origin) if isinstance(x.origin, int) else 0, x.kind, x.detail, x.text)):
         if lb.kind in _NOTES:
             out.append((lb.kind, (Step(mod.path, int(lb.origin), _NOTES[lb.kind].format(text=lb.text)),)))  # type: ignore[arg-type]
+        elif lb.kind == "param" and depth < _MAX_DEPTH:
+            out.extend(_from_callers(index, mod, lb, depth))
         elif lb.kind == "ret" and depth < _MAX_DEPTH:
             found = index.resolve(mod, lb.detail)
+            if found is None and lb.detail.startswith(":"):
+                continue  # a local callable we cannot see (`mapper = getattr(obj, "remap")`): unknown
             if found is None:
+                # not a project function (numpy.argmax, a library the catalogue does not know):
+                # its result keeps the numbering of what it was given
+                kept = Step(mod.path, int(lb.origin), f"{lb.text} keeps it")  # type: ignore[arg-type]
+                for kind, steps in resolve(index, mod, lb.inner, depth + 1):
+                    out.append((kind, steps + (kept,)))
                 continue
             callee_mod, qualname = found
             fn = callee_mod.functions.get(qualname)
@@ -50,6 +63,27 @@ def resolve(index: ProjectIndex, mod: ModuleIR, labels: Iterable[Label], depth: 
                 returned = Step(callee_mod.path, int(ret.origin), f"{qualname}() returns it ({ret.text})")
                 for kind, steps in resolve(index, callee_mod, ret.inner, depth + 1):
                     out.append((kind, steps + (returned, back)))
+    return out
+
+
+def _from_callers(index: ProjectIndex, mod: ModuleIR, lb: Label, depth: int) -> list[tuple[str, tuple[Step, ...]]]:
+    """A parameter holds what its callers pass: each call site's argument, resolved in the caller."""
+    qualname, _, rest = lb.detail.partition("|")
+    position, _, name = rest.partition("|")
+    fn = mod.functions.get(qualname)
+    if fn is None or not position.isdigit():
+        return []
+    # `obj.m(x)` / `self.m(x)`: the first argument written is the second parameter
+    offset = 1 if fn.params and fn.params[0] in ("self", "cls") else 0
+    slot = str(int(position) - offset) if int(position) >= offset else ""
+    out: list[tuple[str, tuple[Step, ...]]] = []
+    for caller, ev in index.arg_sites(mod.path, qualname):
+        for given_slot, given in ev.data[1]:
+            if given_slot != name and given_slot != slot:
+                continue
+            passed = Step(caller.path, ev.loc[0], f"{ev.text} passes it as `{name}`")
+            for kind, steps in resolve(index, caller, given, depth + 1):
+                out.append((kind, steps + (passed,)))
     return out
 
 
@@ -88,8 +122,13 @@ def checks(enabled: Callable[[str], bool]) -> list[tuple[str, Callable]]:
             severity=severity,
         )
 
-    def check_sink(analyzer: Analyzer, exposed: Exposed, _lookup, _prefix) -> Optional[Finding]:
+    def check_sink(analyzer: Analyzer, exposed: Exposed, lookup, _prefix) -> Optional[Finding]:
         if exposed.nested:
+            return None
+        if lookup(READ) is not None:
+            # the path reads CUDA_VISIBLE_DEVICES (itself or in a helper it calls): the code maps
+            # between the numberings (DeepSpeed's _get_nvml_gpu_id: ids[torch_gpu_id] when it is set,
+            # the same id when it is not)
             return None
         index = analyzer.index
         mod = index.module(exposed.path)

@@ -1,4 +1,5 @@
-"""CUD101 and CUD102: a llama.cpp context used, or created, by several threads at once without a lock.
+"""CUD101 and CUD102: a llama.cpp context used, or created, by several threads at once without a lock
+(and CUD103, separate GPU contexts decoding at once: cudalint.checks.llama_gpu, on the same model).
 
 The thread model (which code runs on which threads, what each ref holds, which locks are held) is
 `cudalint.threads`; this module only turns its uses and creations into findings.
@@ -22,8 +23,8 @@ def _name(use: Use) -> str:
 
 
 def check(project: Project, catalogue: Catalogue, enabled: Callable[[str], bool]) -> list[Finding]:
-    want101, want102 = enabled("CUD101"), enabled("CUD102")
-    if not (want101 or want102) or not any(m.makes_llama for m in project.modules):
+    want101, want102, want103 = enabled("CUD101"), enabled("CUD102"), enabled("CUD103")
+    if not (want101 or want102 or want103) or not any(m.makes_llama for m in project.modules):
         return []  # (no llama.cpp context can exist: the thread model would find nothing)
     model = analyze(project, catalogue)
     out: dict[tuple, Finding] = {}
@@ -86,4 +87,9 @@ def check(project: Project, catalogue: Catalogue, enabled: Callable[[str], bool]
                 witness=made.ctx.steps + (Step(made.path, ev.loc[0], f"{ev.text} creates a llama context here"),),
                 severity="warning",
             )
-    return list(out.values())
+    found = list(out.values())
+    if want103:
+        from cudalint.checks import llama_gpu
+
+        found.extend(llama_gpu.check(project, model.uses))
+    return found

@@ -10,6 +10,10 @@ Generators (`generate`, `create_completion(stream=True)`) hold the context while
 so a returned generator is wrapped and each step counts as being inside.
 
 `llama_context` constructors: two threads constructing at once give a `concurrent_construct` event.
+
+Two threads inside two *different* instances at once give a `concurrent_separate` event (CUD103:
+separate GPU contexts decoding at the same time); whether they offload to the GPU is the static
+finding's part.
 """
 from __future__ import annotations
 
@@ -51,6 +55,7 @@ def _enter(state: TraceState, obj: Any, method: str) -> None:
         name = threading.current_thread().name
         threads[tid] = [1, method, user, name, _time()]
         others = [v for t, v in threads.items() if t != tid]
+        elsewhere = [v for k, ts in _inside.items() if k != key for t, v in ts.items() if t != tid]
     cls = type(obj).__module__ + "." + type(obj).__qualname__
     use_key = (key, tid, _key(user))
     if use_key not in _used:
@@ -64,6 +69,18 @@ def _enter(state: TraceState, obj: Any, method: str) -> None:
         _reported.add(pair)
         state.emit(
             "concurrent", cls=cls, instance=key,
+            threads=[
+                {"name": other_name, "method": other_method, "site": other_site},
+                {"name": name, "method": method, "site": user},
+            ],
+        )
+    for _depth, other_method, other_site, other_name, _t0 in elsewhere:
+        pair = ("separate", tuple(sorted([_key(other_site), _key(user)])))
+        if pair in _reported:
+            continue
+        _reported.add(pair)
+        state.emit(
+            "concurrent_separate", cls=cls,
             threads=[
                 {"name": other_name, "method": other_method, "site": other_site},
                 {"name": name, "method": method, "site": user},

@@ -8,9 +8,18 @@ Per rule (the finding's location is the place the tracer also records):
   **not reached** if no write happened at that line.
 * CUD005 (fork after init; location = the fork / `Process.start()`): a fork event from that line
   with CUDA initialized in the parent confirms; forks from it with CUDA not initialized refute.
+* CUD010 (CUDA_VISIBLE_DEVICES from a physical enumeration; location = where the child's variable, or
+  this process's, gets its value): a child started (subprocess.Popen's audit event) at that line
+  or in the next `CHILD_WINDOW` lines of the file (the `env=` copy is usually filled just above the
+  Popen call) with a device outside this process's own restriction confirms; children that stayed
+  inside it, or a run with no restriction at all, refute; for this process's own variable, the
+  value the write replaced is the restriction.
 * CUD101 (one Llama used from several threads without a lock; location = the unguarded call): a
   `concurrent` event with that line among its call sites confirms; if the line ran but no overlap
   was seen it is refuted *for this run* (races depend on timing; the evidence says so).
+* CUD103 (separate GPU contexts decoding at once; location = a decode call): a `concurrent_separate`
+  event (two threads inside two different contexts at the same time) with that line among its call
+  sites confirms; if the line ran but no such overlap was seen it is refuted for this run.
 Other codes are "not checked": the tracer records nothing that could decide them.
 
 Events that break a rule at a place with no static finding become runtime-only findings.
@@ -225,6 +234,42 @@ def _cud001(f: Finding, tl: _Timeline, env_rules, cwd: str) -> Verdict:
     return Verdict(f, REFUTED, f"{_written(w, cwd)} before any CUDA initialization{tail}", _seqs(w, later))
 
 
+CHILD_WINDOW = 10
+
+
+def _outside(value: str, own: str | None) -> list[str]:
+    """The devices `value` names that the restriction `own` does not (all of them: none when unset)."""
+    if own is None:
+        return []
+    allowed = {t.strip() for t in own.split(",") if t.strip()}
+    return [t.strip() for t in value.split(",") if t.strip() and t.strip() not in allowed]
+
+
+def _cud010(f: Finding, tl: _Timeline, cwd: str) -> Verdict:
+    real = _real(f.path, cwd)
+    where = f"{os.path.relpath(real, cwd)}:{f.line}"
+    if f.message.startswith("this process's"):
+        runs = [(e, e.get("old")) for e in tl.events if e["kind"] == "env" and e["key"] == "CUDA_VISIBLE_DEVICES"
+                and e.get("op") == "set" and _same_line(e.get("site"), real, f.line)]
+        what = "written"
+    else:
+        runs = [(e, e.get("own")) for e in tl.events if e["kind"] == "spawn_env" and e.get("site")
+                and os.path.realpath(e["site"]["path"]) == real and f.line <= e["site"]["line"] <= f.line + CHILD_WINDOW]
+        what = "given to a child"
+    if not runs:
+        return Verdict(f, NOT_REACHED, f"no CUDA_VISIBLE_DEVICES was {what} at {where}")
+    for e, own in runs:
+        out = _outside(e.get("value", ""), own)
+        if out:
+            return Verdict(f, CONFIRMED, f"CUDA_VISIBLE_DEVICES={e.get('value')!r} was {what} at {_at(e.get('site'), cwd)} "
+                                         f"while this process was restricted to {own!r}: {', '.join(out)} {'is' if len(out) == 1 else 'are'} outside it")
+    e, own = runs[0]
+    if all(o is None for _, o in runs):
+        return Verdict(f, REFUTED, f"CUDA_VISIBLE_DEVICES={e.get('value')!r} was {what} at {_at(e.get('site'), cwd)}, but this "
+                                   "run was not restricted (CUDA_VISIBLE_DEVICES unset); run it under a restriction to decide")
+    return Verdict(f, REFUTED, f"every CUDA_VISIBLE_DEVICES {what} at {where} stayed inside this process's restriction ({own!r})")
+
+
 def _cud005(f: Finding, tl: _Timeline, cwd: str) -> Verdict:
     real = _real(f.path, cwd)
     forks = [e for e in tl.events if e["kind"] == "fork" and _same_line(e.get("site"), real, f.line)]
@@ -271,6 +316,19 @@ def _cud101(f: Finding, tl: _Timeline, cwd: str) -> Verdict:
                                "but no two were inside the same context at once in this run", _seqs(*uses))
 
 
+def _cud103(f: Finding, tl: _Timeline, cwd: str) -> Verdict:
+    real = _real(f.path, cwd)
+    for e in tl.events:
+        if e["kind"] == "concurrent_separate" and any(_same_line(t.get("site"), real, f.line) for t in e["threads"]):
+            a, b = e["threads"][:2]
+            return Verdict(f, CONFIRMED, f"threads {a['name']!r} ({a['method']} at {_at(a['site'], cwd)}) and {b['name']!r} "
+                                         f"({b['method']} at {_at(b['site'], cwd)}) were inside two different contexts at the same time")
+    uses = [e for e in tl.events if e["kind"] == "llama_use" and _same_line(e.get("site"), real, f.line)]
+    if not uses:
+        return Verdict(f, NOT_REACHED, f"{os.path.relpath(real, cwd)}:{f.line} never ran")
+    return Verdict(f, REFUTED, "ran, but no two threads were inside different contexts at once in this run")
+
+
 # -- the whole ----------------------------------------------------------------------------------
 def correlate(
     findings: Sequence[Finding],
@@ -290,8 +348,12 @@ def correlate(
             verdicts.append(_cud001(f, tl, env_rules, cwd))
         elif f.code == "CUD005":
             verdicts.append(_cud005(f, tl, cwd))
+        elif f.code == "CUD010":
+            verdicts.append(_cud010(f, tl, cwd))
         elif f.code == "CUD101":
             verdicts.append(_cud101(f, tl, cwd))
+        elif f.code == "CUD103":
+            verdicts.append(_cud103(f, tl, cwd))
         else:
             verdicts.append(Verdict(f, NOT_CHECKED, f"the tracer records nothing that decides {f.code}"))
 

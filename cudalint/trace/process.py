@@ -1,8 +1,10 @@
 """Environment writes (audit events) and forks (`os.register_at_fork`) of the traced process.
 
 `os.environ[k] = v`, `setdefault`, `update`, `os.putenv` all raise the `os.putenv` audit event, and
-`del`/`pop`/`os.unsetenv` raise `os.unsetenv` (knowledge.md §8). The hook does one set lookup for the
-many other audit events. Values are recorded only for the catalogue's variables and `CUDA_*`: other
+`del`/`pop`/`os.unsetenv` raise `os.unsetenv` (knowledge.md §8). A write of CUDA_VISIBLE_DEVICES keeps
+the value it replaces (`os.environ` is updated after the event), and `subprocess.Popen`'s audit event
+gives the CUDA_VISIBLE_DEVICES a child is started with next to this process's own (CUD010). The hook
+does one set lookup for the many other audit events. Values are recorded only for the catalogue's variables and `CUDA_*`: other
 variables may hold secrets, so only their names are kept.
 """
 from __future__ import annotations
@@ -19,7 +21,8 @@ TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs the 
 if TYPE_CHECKING:
     from typing import Any, Iterable
 
-_WANTED = frozenset({"os.putenv", "os.unsetenv"})
+_WANTED = frozenset({"os.putenv", "os.unsetenv", "subprocess.Popen"})
+_CVD = "CUDA_VISIBLE_DEVICES"
 
 
 def _text(value: Any) -> str:
@@ -34,6 +37,9 @@ def install_env_hook(state: TraceState, watched: Iterable[str], driver_vars: Ite
         if event not in _WANTED or state.quiet:
             return
         try:
+            if event == "subprocess.Popen":
+                _spawn(state, args)
+                return
             key = _text(args[0])
             user, caller = sites(0, environ=True)
             fields: dict[str, Any] = {"key": key, "site": user, "caller": caller}
@@ -41,6 +47,8 @@ def install_env_hook(state: TraceState, watched: Iterable[str], driver_vars: Ite
                 fields["op"] = "set"
                 if key in keep_value or key.startswith("CUDA_"):
                     fields["value"] = _text(args[1])
+                if key == _CVD:
+                    fields["old"] = os.environ.get(_CVD)
             else:
                 fields["op"] = "unset"
             if key in probe_on and state.driver_present:
@@ -53,6 +61,18 @@ def install_env_hook(state: TraceState, watched: Iterable[str], driver_vars: Ite
             pass  # an audit hook that raises would make the user's os.environ write fail
 
     sys.addaudithook(hook)
+
+
+def _spawn(state: TraceState, args: tuple) -> None:
+    """subprocess.Popen(executable, args, cwd, env): the child's CUDA_VISIBLE_DEVICES when env= gives one."""
+    env = args[3] if len(args) > 3 else None
+    if not env:
+        return
+    value = env.get(_CVD, env.get(_CVD.encode(), None)) if hasattr(env, "get") else None
+    if value is None:
+        return
+    user, caller = sites(0)
+    state.emit("spawn_env", site=user, caller=caller, value=_text(value), own=os.environ.get(_CVD))
 
 
 def install_fork_hooks(state: TraceState) -> None:

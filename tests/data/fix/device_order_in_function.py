@@ -4,6 +4,8 @@ import pynvml
 
 
 def pick():
+    if os.environ.get("CUDA_VISIBLE_DEVICES"):  # (CUD010: a restriction the process was given is kept)
+        return
     pynvml.nvmlInit()
     handle = pynvml.nvmlDeviceGetHandleByIndex(1)
     index = pynvml.nvmlDeviceGetIndex(handle)

@@ -1,0 +1,108 @@
+"""CUD010: GPUs enumerated physically (nvidia-smi, NVML, GPUtil) and handed out as
+CUDA_VISIBLE_DEVICES without a look at this process's own CUDA_VISIBLE_DEVICES.
+
+A process may itself have been restricted (a scheduler, a container, a user). nvidia-smi and NVML
+list every GPU of the machine regardless, so a layout built from them gives children (or this
+process) GPUs outside the restriction, or more GPUs than it has. The code is fine when, on the path
+to the write, it reads CUDA_VISIBLE_DEVICES (and, presumably, enumerates only when it is unset):
+the read is a gen-only fact ("env_read" events, cudalint.child_env), judged like CUD005's start
+method, in every caller's state.
+
+Judged:
+- "child_env": CUDA_VISIBLE_DEVICES in an environment built for a child, from NVML indices or from
+  CUDA ordinals (`range(torch.cuda.device_count())` counts the visible GPUs, but the child reads
+  the number as a physical index);
+- "env_write": this process's own CUDA_VISIBLE_DEVICES from NVML indices (CUDA ordinals written to
+  the own variable are the launcher's business: `CUDA_VISIBLE_DEVICES = LOCAL_RANK` is the usual
+  per-rank setup).
+Mapping through UUIDs or PCI bus ids carries no index label, so it is never flagged.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable, Optional
+
+from cudalint.checks.fork import _judged_without_callers
+from cudalint.checks.gpu_index import resolve
+from cudalint.findings import Finding, Step
+from cudalint.flow import Analyzer, Exposed, Fact
+
+CVD = "CUDA_VISIBLE_DEVICES"
+READ = "env_read:CUDA_VISIBLE_DEVICES"
+
+
+def derivations() -> dict[str, list]:
+    def env_read(ev, path, chain, lookup) -> Iterable[tuple[str, Fact]]:
+        if ev.data[0] != CVD:
+            return []
+        step = Step(path, ev.loc[0], f"{ev.text} reads this process's CUDA_VISIBLE_DEVICES")
+        return [(READ, Fact((step,), (ev.text, path, ev.loc[0])))]
+
+    return {"env_read": [env_read]}
+
+
+def _dedup(steps: tuple[Step, ...]) -> tuple[Step, ...]:
+    out: list[Step] = []
+    for step in steps:
+        if out and (out[-1].path, out[-1].line) == (step.path, step.line):
+            out[-1] = step
+            continue
+        out.append(step)
+    return tuple(out)
+
+
+def checks(enabled: Callable[[str], bool]) -> list[tuple[str, Callable]]:
+    if not enabled("CUD010"):
+        return []
+
+    def judge(analyzer: Analyzer, exposed: Exposed, lookup, child: bool) -> Optional[Finding]:
+        ev = exposed.event
+        found = ev.data[2] if child else (ev.data[4] if len(ev.data) > 4 else ())
+        if not found or lookup(READ) is not None:
+            return None
+        index = analyzer.index
+        mod = index.module(exposed.path)
+        if mod is None:
+            return None
+        wanted = ("nvml", "cuda") if child else ("nvml",)
+        for kind, steps in resolve(index, mod, found):
+            if kind not in wanted:
+                continue
+            if _judged_without_callers(index, exposed):
+                return None  # the callers judge it, with what they read before the call
+            origin = steps[0].note.split(" gives ")[0].split(" is a ")[0]
+            where = f"line {steps[0].line}" if steps[0].path == exposed.path else f"{steps[0].path}:{steps[0].line}"
+            if kind == "nvml":
+                what = f"GPUs listed physically by {origin} ({where}), which sees every GPU of the machine"
+            else:
+                what = (
+                    f"CUDA ordinals ({origin}, {where}), which count only the visible GPUs, while the child "
+                    "reads the number as a physical index"
+                )
+            whose = "a child process's" if child else "this process's"
+            message = (
+                f"{whose} CUDA_VISIBLE_DEVICES is built from {what}, and nothing on this path reads this process's own "
+                "CUDA_VISIBLE_DEVICES; when the process was restricted (a scheduler, a container, a user) "
+                f"{'the children' if child else 'it'} escape the restriction or the layout fails. Read CUDA_VISIBLE_DEVICES "
+                "first and enumerate only when it is unset, or map through GPU UUIDs"
+            )
+            note = "handed to a child as its CUDA_VISIBLE_DEVICES" if child else "written to CUDA_VISIBLE_DEVICES"
+            return Finding.at(
+                "CUD010",
+                exposed.path,
+                ev.loc,
+                message=message,
+                witness=_dedup(exposed.chain + steps + (Step(exposed.path, ev.loc[0], note),)),
+                severity="error",
+            )
+        return None
+
+    def check_child(analyzer: Analyzer, exposed: Exposed, lookup, _prefix) -> Optional[Finding]:
+        return judge(analyzer, exposed, lookup, child=True)
+
+    def check_own(analyzer: Analyzer, exposed: Exposed, lookup, _prefix) -> Optional[Finding]:
+        ev = exposed.event
+        if not ev.data or ev.data[0] != CVD:
+            return None
+        return judge(analyzer, exposed, lookup, child=False)
+
+    return [("child_env", check_child), ("env_write", check_own)]
