@@ -74,3 +74,38 @@ def test_imported_modules_are_one_shared_set() -> None:
     joined = flow.join([a, flow.add_imported({}, frozenset({"b.py"}))])
     assert flow.imported(joined) == {"a.py", "b.py"}
     assert flow.imported(flow.join([a, {}])) is flow.imported(a)
+
+
+def test_labels_nest_no_deeper_than_the_bound() -> None:
+    """A chain of project calls (`x = self.a(x); x = self.b(x); ...`, a model's forward) once nested
+    each call's result label inside the next: timm took 36 s and 680 MB. The nesting is cut at
+    labels.MAX_INNER_DEPTH, whatever the chain's length."""
+    from cudalint import labels
+    from cudalint.api import load_module
+    from cudalint.catalogue import load_catalogue
+    from cudalint.ir import Label
+
+    def module(calls: int):
+        body = "".join(f"    x = self.f{i}(x)\n" for i in range(calls))
+        return load_module("m.py", load_catalogue(), f"class M:\n  def forward(self, x):\n{body}    return x\n")
+
+    def depth(obj) -> int:
+        if isinstance(obj, Label):
+            return 1 + max((depth(i) for i in obj.inner), default=0)
+        if isinstance(obj, (tuple, list, frozenset, set)):
+            return max((depth(i) for i in obj), default=0)
+        if hasattr(obj, "__dataclass_fields__"):
+            return max((depth(getattr(obj, f)) for f in obj.__dataclass_fields__), default=0)
+        if isinstance(obj, dict):
+            return max((depth(v) for v in obj.values()), default=0)
+        return 0
+
+    # a returned call's label (1) around the cut chain (MAX + 1) inside the return label (1)
+    assert depth(module(60)) == depth(module(10)) == labels.MAX_INNER_DEPTH + 3
+    assert depth(module(2)) == 4
+    short = tuple(Label(kind="ret", origin=i, text="f()", inner=()) for i in range(2))
+    chain = short
+    for i in range(10):
+        chain = (Label(kind="ret", origin=100 + i, text="g()", inner=chain),)
+    assert depth(labels.bounded(chain)) == labels.MAX_INNER_DEPTH + 1
+    assert labels.bounded(short) is short  # nothing to cut: the same tuple
