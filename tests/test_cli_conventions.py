@@ -178,8 +178,8 @@ def test_extend_select_and_per_file_ignores_on_the_command_line(tmp_path: Path) 
     assert [f["path"] for f in json.loads(proc.stdout)] == ["t.py"]
     wrong = cudalint(tmp_path, ".", "--per-file-ignores", "tests/*")
     assert wrong.returncode == 2 and "expected GLOB:CODES" in wrong.stderr
-    typo = cudalint(tmp_path, ".", "--extend-select", "CUD01")
-    assert typo.returncode == 2 and "--extend-select: 'CUD01' is no rule code or prefix" in typo.stderr
+    typo = cudalint(tmp_path, ".", "--extend-select", "CUD09")
+    assert typo.returncode == 2 and "--extend-select: 'CUD09' is no rule code or prefix" in typo.stderr
 
 
 def test_extend_select_in_the_settings_file(tmp_path: Path) -> None:

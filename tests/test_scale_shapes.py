@@ -28,9 +28,10 @@ def test_generated_shapes_same_findings_every_way(tmp_path: Path, monkeypatch) -
     found = _all_ways("adv", tmp_path, monkeypatch)
     codes = {f["code"] for f in found}
     assert {"CUD001", "CUD003"} <= codes
-    # CUDA_VISIBLE_DEVICES written after an import-time torch.cuda.init() reached through
-    # the star-imported top package
-    assert any(f["code"] == "CUD001" and f["path"] == "adv/p1/m5.py" and f["line"] == 19 for f in found), found
+    # CUDA_VISIBLE_DEVICES written after an import-time CUDA init reached through the star-imported
+    # top package: p4/m5 writes first in import order (p0/m5 imports p1.m4, which runs p1, ... p4);
+    # the other m5 modules write the same '0' again, which changes nothing (rules/CUD001.md)
+    assert [(f["path"], f["line"]) for f in found if f["code"] == "CUD001"] == [("adv/p4/m5.py", 19)], found
 
 
 def test_generated_shapes_touched_file_same_findings(tmp_path: Path, monkeypatch) -> None:

@@ -58,7 +58,7 @@ def checks(catalogue: Catalogue, enabled: Callable[[str], bool]) -> Iterable[tup
                 break
         else:
             return None
-        if _no_effect_here(ev, lookup) or _meant_for_child(_analyzer, exposed):
+        if _no_effect_here(ev, lookup, exposed.path) or _meant_for_child(_analyzer, exposed):
             return None
         if fact.unless and _judged_without_callers(_analyzer.index, exposed):
             return None  # the init depends on what callers did first (`import vllm`): they judge it
@@ -76,7 +76,7 @@ def checks(catalogue: Catalogue, enabled: Callable[[str], bool]) -> Iterable[tup
     return [("env_write", check_env_write)]
 
 
-def _no_effect_here(ev, lookup: Callable[[str], Optional[Fact]]) -> bool:
+def _no_effect_here(ev, lookup: Callable[[str], Optional[Fact]], path: str = "") -> bool:
     """The write changes nothing on this path: it is guarded by a read of the same variable and the
     variable was already written before (a second call, a second loop iteration), or it writes the
     literal value an earlier write already gave it (rules/CUD001.md, "Writes that are not reported")."""
@@ -85,7 +85,10 @@ def _no_effect_here(ev, lookup: Callable[[str], Optional[Fact]]) -> bool:
     if guarded and lookup(f"env_set:{name}") is not None:
         return True
     value = ev.data[3] if len(ev.data) > 3 else ""
-    return bool(value) and lookup(env_fact(name, value)) is not None
+    earlier = lookup(env_fact(name, value)) if value else None
+    # a write never makes itself useless: its own fact reaches it again only through an import cycle
+    # (a module in progress is not run again), which once hid every such write in a cyclic project
+    return earlier is not None and earlier.cause[1:] != (path, ev.loc[0])
 
 
 def _meant_for_child(analyzer, exposed: Exposed) -> bool:
