@@ -50,6 +50,10 @@ def module_constants(tree: ast.Module) -> dict[str, object]:
                 bindings[name] = bindings.get(name, 0) + 2
         elif kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
             bindings[node.name] = bindings.get(node.name, 0) + 2  # type: ignore[attr-defined]
+        elif kind is ast.arg:  # a parameter of that name is another variable in its function
+            bindings[node.arg] = bindings.get(node.arg, 0) + 2  # type: ignore[attr-defined]
+        elif kind is ast.ExceptHandler and node.name:  # type: ignore[attr-defined]
+            bindings[node.name] = bindings.get(node.name, 0) + 2  # type: ignore[attr-defined]
     return {name: value for name, value in first.items() if bindings.get(name, 0) == 1}
 
 
