@@ -171,7 +171,7 @@ def _lint_files(
     prefilter: bool,
 ) -> LintResult:
     from cudalint import runner
-    from cudalint.serialize import decode, encode
+    from cudalint.serialize import encode
 
     texts = {**(texts or {}), **(overlay or {})}
     modules: list[ModuleIR] = []

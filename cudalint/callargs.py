@@ -22,6 +22,24 @@ def args_of(call: ast.Call) -> list[Arg]:
     return out
 
 
+def slotted(call: ast.Call) -> list[tuple[str, Arg]]:
+    """The arguments a parameter of the callee can be named for: (keyword, or position as "0", "1",
+    ...; positions after a `*xs` are unknown and left out, as are `*xs` and `**kw` themselves)."""
+    out: list[tuple[str, Arg]] = []
+    position = 0
+    for arg in args_of(call):
+        if arg.star:
+            if arg.star == "*":
+                position = -1
+            continue
+        slot = arg.keyword if arg.keyword is not None else (str(position) if position >= 0 else "")
+        if arg.keyword is None and position >= 0:
+            position += 1
+        if slot:
+            out.append((slot, arg))
+    return out
+
+
 def positional(call: ast.Call) -> list[ast.expr]:
     return [a for a in call.args if type(a) is not ast.Starred]
 

@@ -35,7 +35,7 @@ import builtins
 
 import ast
 
-from cudalint.callargs import arg_expr, args_of, first_arg
+from cudalint.callargs import arg_expr, args_of, first_arg, slotted
 from cudalint.ir import Label
 from cudalint.positions import Span
 
@@ -360,17 +360,7 @@ def on_params(s: "_Summarizer", params: Sequence[ast.arg], scope: "_Scope") -> N
 def call_args(s: "_Summarizer", call: ast.Call, q: str, scope: "_Scope", out: list) -> None:
     """A project function called with values of a numbering: ("call_args", (symbol, ((slot, labels), ...)))."""
     given = []
-    position = 0
-    for arg in args_of(call):
-        if arg.star:
-            if arg.star == "*":
-                position = -1  # positions after `*xs` are unknown
-            continue
-        slot = arg.keyword if arg.keyword is not None else (str(position) if position >= 0 else "")
-        if arg.keyword is None and position >= 0:
-            position += 1
-        if not slot:
-            continue
+    for slot, arg in slotted(call):
         found = keep(s, labels_of(s, arg.value, scope))
         if found:
             given.append((slot, found))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Optional
 
 import ast
 
-from cudalint.callargs import arg_expr, args_of, first_arg, positional
+from cudalint.callargs import arg_expr, first_arg, positional, slotted
 
 from cudalint.catalogue import Api
 from cudalint.ir import Function, Node
@@ -364,16 +364,8 @@ class ThreadEvents:
         """A project function (or class) given objects: ("call_refs", (symbol, ((slot, ref), ...))), so
         the thread model knows what its parameters hold (`Worker(llm)`, `use_it(llm, p)`)."""
         refs = []
-        position = 0
-        for arg in args_of(call):
-            if arg.star:
-                if arg.star == "*":
-                    position = -1  # positions after `*xs` are unknown
-                continue
-            slot = arg.keyword if arg.keyword is not None else (str(position) if position >= 0 else "")
-            if arg.keyword is None and position >= 0:
-                position += 1
-            if slot and type(arg.value) in (ast.Name, ast.Attribute):
+        for slot, arg in slotted(call):
+            if type(arg.value) in (ast.Name, ast.Attribute):
                 r = self.ref(arg.value, scope)
                 if r:
                     refs.append((slot, r))

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Callable, Iterable, Optional
 
 from cudalint.checks.fork import _judged_without_callers
-from cudalint.checks.gpu_index import resolve
+from cudalint.checks.gpu_index import _dedup, resolve
 from cudalint.findings import Finding, Step
 from cudalint.flow import Analyzer, Exposed, Fact
 
@@ -38,16 +38,6 @@ def derivations() -> dict[str, list]:
         return [(READ, Fact((step,), (ev.text, path, ev.loc[0])))]
 
     return {"env_read": [env_read]}
-
-
-def _dedup(steps: tuple[Step, ...]) -> tuple[Step, ...]:
-    out: list[Step] = []
-    for step in steps:
-        if out and (out[-1].path, out[-1].line) == (step.path, step.line):
-            out[-1] = step
-            continue
-        out.append(step)
-    return tuple(out)
 
 
 def checks(enabled: Callable[[str], bool]) -> list[tuple[str, Callable]]:
