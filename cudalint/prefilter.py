@@ -130,6 +130,7 @@ class _Clause:
     int_first: bool = False  # ... with a first argument that is not a string literal
     makers: tuple[bytes, ...] = ()  # a method of a returned type: one of the calls returning it
     module: str = ""  # an `import` entry: the module, which the file must import
+    call_word: bytes = b""  # a judged method of some receiver (`ctx.Pool(...)`): `name(` must appear
 
 
 class _Triggers:
@@ -190,7 +191,10 @@ class _Triggers:
             parts = api.name.split(".")
             root = parts[0]
             words = _name_words(api, returned)
-            # an initializing call is a call: `torch.device` in a type hint is not one
+            # an initializing call is a call: `torch.device` in a type hint is not one; so is a judged
+            # effect of a module's function (the summarizer makes its events at calls only:
+            # cudalint.summarize.call_effects): `platform.system()` is not `os.system`, nor a name
+            # in transformers' lazy-import table a call of `enable_full_determinism`
             called, qualified, int_first = b"", "", False
             typ = max((t for t in returned if api.name.startswith(t + ".")), key=len, default="")
             # a method of an instance (`Class.method`, or of a type some call returns) is called on
@@ -214,11 +218,12 @@ class _Triggers:
                         tuple(w.encode() for w in words if w),
                         needs if kind != "monkeypatch" else (),
                         keywords if kind != "monkeypatch" else (),
-                        called if kind == "init" else b"",
-                        qualified if kind == "init" else "",
+                        called if kind == "init" or (kind == "*" and not member) else b"",
+                        qualified if kind == "init" or (kind == "*" and not member) else "",
                         int_first,
                         makers.get(typ, ()) if typ else (),
                         api.name if api.kind == "import" else "",
+                        parts[-1].encode() if kind == "*" and member and api.kind == "call" and not api.is_glob and not _DUNDER.match(parts[-1]) else b"",
                     )
                 )
         for env in catalogue.env:
@@ -336,6 +341,7 @@ class _Triggers:
                 and strings_of.may_hold(clause.needs)
                 and all(_keyword(k, data, seen_calls) for k in clause.keywords)
                 and (not (clause.called or clause.qualified) or self._is_called(clause, data, seen_calls, bases))
+                and (not clause.call_word or _call_word(clause.call_word, data, seen_calls))
             ):
                 kinds.add(clause.kind)
         if self.method_re is not None:
@@ -367,13 +373,28 @@ def _called(spec: bytes, data: bytes, seen: dict[bytes, bool]) -> bool:
             name = re.escape(name.removesuffix(b"(int"))
             owner = re.escape(owner)
             pattern = _CALLED[spec] = (
-                re.compile(rb"(?<![\w.])" + name + args + rb"|\b" + owner + rb"\s*\.\s*" + name + args + rb"|\b" + name + rb"\s+as\b"),
+                re.compile(rb"(?<![\w.])" + name + args + rb"|\b" + owner + rb"\s*\.\s*" + name + args),
                 re.compile(rb"\b" + owner + rb"\b[^\n]*\bas\b"),  # the module imported under an alias...
                 re.compile(rb"\.\s*" + name + args),  # ...and a call of `name` on something
             )
         plain, alias, member = pattern
-        hit = seen[spec] = plain.search(data) is not None or (alias.search(data) is not None and member.search(data) is not None)
+        hit = plain.search(data) is not None or (alias.search(data) is not None and member.search(data) is not None)
+        if not hit:
+            # `from m import name as other` (transformers' `import x as x` re-exports): the alias called
+            for m in re.finditer(rb"\b" + re.escape(spec.partition(b".")[2].removesuffix(b"(int")) + rb"\s+as\s+([A-Za-z_]\w*)", data):
+                if re.search(rb"(?<![\w.])" + re.escape(m.group(1)) + rb"\s*\(", data):
+                    hit = True
+                    break
+        seen[spec] = hit
     return hit
+
+
+def _call_word(name: bytes, data: bytes, seen: dict) -> bool:
+    key = b"(" + name
+    hit = seen.get(key)
+    if hit is None:
+        hit = seen[key] = re.search(rb"(?<![\w])" + re.escape(name) + rb"\s*\(", data) is not None
+    return hit  # type: ignore[return-value]
 
 
 _CALLED: dict[bytes, tuple[re.Pattern, re.Pattern, re.Pattern]] = {}
@@ -663,6 +684,19 @@ def _names(node: object) -> Iterable[bytes]:
         elif t is ast.Attribute:
             yield sub.attr.encode()
 
+
+
+def _names_in(defs: list) -> frozenset:
+    """The names and attribute names the bodies of these definitions use."""
+    found: set[str] = set()
+    for fn in defs:
+        for sub in _nodes(getattr(fn, "body", [])):
+            t = type(sub)
+            if t is ast.Name:
+                found.add(sub.id)
+            elif t is ast.Attribute:
+                found.add(sub.attr)
+    return frozenset(w.encode() for w in found)
 
 
 def _top_names(stmts: list) -> Iterable[bytes]:
@@ -1053,15 +1087,7 @@ class _Layout:
     def _names_of(self, name: bytes) -> frozenset:
         hit = self._names.get(name)
         if hit is None:
-            found: set[str] = set()
-            for fn in self.nodes[name]:
-                for sub in _nodes(getattr(fn, "body", [])):
-                    t = type(sub)
-                    if t is ast.Name:
-                        found.add(sub.id)
-                    elif t is ast.Attribute:
-                        found.add(sub.attr)
-            hit = self._names[name] = frozenset(w.encode() for w in found)
+            hit = self._names[name] = _names_in(self.nodes[name])
         return hit
 
     def _direct_kinds(self, key: Optional[bytes], trig: "_Triggers", own_root: str) -> tuple[str, ...]:
@@ -1177,30 +1203,38 @@ class _Layout:
     def reach(self, trig: "_Triggers", own_root: str, any_kinds: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(the kinds the top level and the local functions it reaches may produce by themselves,
         the names of other modules they may call). Each function whose name reached code mentions
-        is reached too; a class's name reaches its methods and bases. Calls into other modules are
+        is reached too; a class's name reaches its special methods and bases. Calls into other modules are
         followed by cudalint.prefilter._Calls over `graph`."""
         # names, not words: the keys of a registry dict are strings, not calls of functions
         mention = set(_top_names(self.tree.body))
         todo = list(mention)
         done: set[bytes] = set()
+        special: set[tuple[bytes, bytes]] = set()  # (class, special method) reached through the class
         while todo:
             word = todo.pop()
             for base in self.bases.get(word, ()):  # calling a class may run its bases' methods
                 if base not in mention:
                     mention.add(base)
                     todo.append(base)
-            for name in [word] + self.methods.get(word, []):
-                if name in done or name not in self.nodes:
-                    continue
-                done.add(name)
-                for w in self._names_of(name):
+            reached = []
+            if word in self.nodes and word not in done:
+                done.add(word)
+                reached.append(self._names_of(word))
+            # a class named runs only its own special methods by itself (construction, `with`,
+            # operators, `__init_subclass__`); another method runs when its name is mentioned (`p.run()`)
+            for name, defs in self.owned.get(word, {}).items():
+                if name.startswith(b"__") and name.endswith(b"__") and (word, name) not in special:
+                    special.add((word, name))
+                    reached.append(_names_in(defs))
+            for names in reached:
+                for w in names:
                     if w not in mention:
                         mention.add(w)
                         todo.append(w)
         kinds: set[str] = set()
         if any_kinds:
             # each function's own kinds, computed once: the union over what is reached
-            for key in [None] + sorted(done & set(self.bodies)):
+            for key in [None] + sorted((done | {m for _c, m in special}) & set(self.bodies)):
                 kinds.update(self._direct_kinds(key, trig, own_root))
         targets = set(self.stars)
         for word in mention:
@@ -1409,6 +1443,7 @@ class _Calls:
         self.imatter: Optional[set[str]] = None
         self.resolved: dict[tuple[str, str], list[tuple[str, Optional[bytes]]]] = {}
         self.unreached: dict[Optional[frozenset], set[tuple[str, bytes]]] = {}  # nodes known not to reach a goal
+        self.exports: dict[str, Optional[frozenset]] = {}  # cudalint.prefilter._Calls._exports
 
     def gated(self, path: str, kinds: Iterable[str]) -> set[str]:
         return self.kinds[path].intersection(kinds)
@@ -1500,7 +1535,7 @@ class _Calls:
         below = self._below(None)
         imatter = self._import_matter()
         modules: set[str] = set()
-        children: dict[tuple[str, bytes], set[tuple[str, bytes]]] = {}
+        callers: dict[tuple[str, bytes], set[tuple[str, bytes]]] = {}
         selfish: dict[tuple[str, bytes], bool] = {}
         todo: list[tuple[Optional[tuple[str, bytes]], str, str]] = [(None, o, c) for o, c in starts]
         while todo:
@@ -1512,7 +1547,7 @@ class _Calls:
                     continue  # the module itself: not a call
                 key = (target, name)
                 if parent is not None:
-                    children.setdefault(parent, set()).add(key)
+                    callers.setdefault(key, set()).add(parent)
                 if key in selfish:
                     continue
                 node = self._node(target, name)
@@ -1522,14 +1557,14 @@ class _Calls:
                 selfish[key] = bool(runs) or self._matters(key, node, None)
                 if node is not None:
                     todo.extend((key, target, c) for c in node[1])
+        # a function that calls one that matters matters: up the call edges from those that do
         matters = {k for k, v in selfish.items() if v}
-        grew = True
-        while grew:  # a function that calls one that matters matters
-            grew = False
-            for parent, kids in children.items():
-                if parent not in matters and kids & matters:
+        todo_up = list(matters)
+        while todo_up:
+            for parent in callers.get(todo_up.pop(), ()):
+                if parent not in matters:
                     matters.add(parent)
-                    grew = True
+                    todo_up.append(parent)
         for origin, name in imports:
             modules |= self.index.targets(origin, [name]) & imatter
         return {k[0] for k in matters} | modules | self._imported(modules, edges)
@@ -1572,6 +1607,35 @@ class _Calls:
                 return [(h, name) for h in sorted(hit)]
         return []
 
+    def _provides(self, importer: str, module: str, name: str) -> bool:
+        """May `from module import *` in `importer` bring `name`? Only then can the name's node there
+        reach anything (a name a module neither defines nor imports reaches nothing of its own)."""
+        for target in self.index.targets(importer, [module]):
+            names = self._exports(target)
+            if names is None or name in names:
+                return True
+        return False
+
+    def _exports(self, path: str) -> Optional[frozenset]:
+        """The names a module defines or imports by name, through its star imports too; None when
+        unknown (a file that does not parse, a cycle of star imports): it may have any name."""
+        if path in self.exports:
+            return self.exports[path]
+        self.exports[path] = None  # (in progress: a cycle through it stays unknown)
+        scan = self.scans[path]
+        names: Optional[set] = set(scan.defs) | set(scan.names) if scan.syntax_ok else None
+        for star in scan.stars if names is not None else ():
+            for target in self.index.targets(path, [star]):
+                more = self._exports(target)
+                if more is None:
+                    names = None
+                    break
+                names |= more  # type: ignore[operator]
+            if names is None:
+                break
+        result = self.exports[path] = frozenset(names) if names is not None else None
+        return result
+
     def _node(self, path: str, name: bytes) -> Optional[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]]:
         """(the kinds, the dotted names of other modules, the imports) that calling `name` of `path`
         may reach in that file (cudalint.prefilter._Layout.reach, from the scan's stored graph)."""
@@ -1598,8 +1662,11 @@ class _Calls:
                             seen.add(d)
                             todo.append(d)
             elif start not in scan.names:
-                # a name this module does not define or import by name: from a star import, if any
-                targets.update(f"{m}.{start}" for m in scan.stars)
+                # a name this module does not define or import by name: from a star import, if any,
+                # of a module that has it (transformers' `models/__init__` star-imports 546 packages,
+                # each of which star-imports its modules: looking a name up in all of them made 2.9
+                # million nodes and 4.5 GB)
+                targets.update(f"{m}.{start}" for m in scan.stars if self._provides(path, m, start))
             targets.update(scan.table[i] for i in refs)
             self.nodes[key] = (tuple(sorted(kinds)), tuple(sorted(targets)), tuple(sorted(imports)))
         return self.nodes[key]
