@@ -676,8 +676,17 @@ def _nodes(root: object) -> list:
     return out
 
 
-def _names(node: object) -> Iterable[bytes]:
-    for sub in _nodes(node):
+def _names(node: object, uses: bool = False) -> Iterable[bytes]:
+    """The names and attribute names in the code; `uses`: only the names used otherwise than as the
+    object of an attribute (`Pipeline(...)`, `x = Pipeline`, not `Pipeline.push_to_hub`)."""
+    nodes = _nodes(node)
+    if uses:
+        owners = {id(sub.value) for sub in nodes if type(sub) is ast.Attribute}
+        for sub in nodes:
+            if type(sub) is ast.Name and id(sub) not in owners:
+                yield sub.id.encode()
+        return
+    for sub in nodes:
         t = type(sub)
         if t is ast.Name:
             yield sub.id.encode()
@@ -686,32 +695,55 @@ def _names(node: object) -> Iterable[bytes]:
 
 
 
-def _names_in(defs: list) -> frozenset:
-    """The names and attribute names the bodies of these definitions use."""
+def _names_in(defs: list) -> tuple[frozenset, frozenset]:
+    """The names and attribute names the bodies of these definitions mention, and the names they
+    use otherwise than as the object of an attribute (cudalint.prefilter._names)."""
     found: set[str] = set()
+    owners: set[int] = set()
+    names: list[ast.Name] = []
     for fn in defs:
         for sub in _nodes(getattr(fn, "body", [])):
             t = type(sub)
             if t is ast.Name:
                 found.add(sub.id)
+                names.append(sub)
             elif t is ast.Attribute:
                 found.add(sub.attr)
-    return frozenset(w.encode() for w in found)
+                owners.add(id(sub.value))
+    return frozenset(w.encode() for w in found), frozenset(n.id.encode() for n in names if id(n) not in owners)
 
 
-def _top_names(stmts: list) -> Iterable[bytes]:
+def _annotation_names(node: Optional[ast.AST], uses: bool) -> Iterable[bytes]:
+    """An annotation is evaluated but not called (`config: PreTrainedConfig` constructs nothing:
+    in transformers every module naming one in a signature reached all its methods); a call in it
+    still runs."""
+    if node is None:
+        return
+    for sub in _nodes(node):
+        if type(sub) is ast.Call:
+            yield from _names(sub, uses)
+
+
+def _top_names(stmts: list, uses: bool = False) -> Iterable[bytes]:
     """The names the code that runs on import uses: not function bodies, not imports."""
     for st in stmts:
         if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
             a = st.args
-            for n in (*st.decorator_list, *a.defaults, *a.kw_defaults, st.returns, *(x.annotation for x in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if x is not None)):
+            for n in (*st.decorator_list, *a.defaults, *a.kw_defaults):
                 if n is not None:
-                    yield from _names(n)
+                    yield from _names(n, uses)
+            for n in (st.returns, *(x.annotation for x in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if x is not None)):
+                yield from _annotation_names(n, uses)
+        elif isinstance(st, ast.AnnAssign):
+            yield from _annotation_names(st.annotation, uses)
+            for n in (st.target, st.value):
+                if n is not None:
+                    yield from _names(n, uses)
         elif isinstance(st, ast.ClassDef):
             # (its bases are reached when the class is: cudalint.prefilter._Layout.reach)
             for n in (*st.decorator_list, *(k.value for k in st.keywords)):
-                yield from _names(n)
-            yield from _top_names(st.body)
+                yield from _names(n, uses)
+            yield from _top_names(st.body, uses)
         elif isinstance(st, (ast.Import, ast.ImportFrom)):
             continue
         else:
@@ -719,14 +751,14 @@ def _top_names(stmts: list) -> Iterable[bytes]:
                 items = value if isinstance(value, list) else [value]
                 for item in items:
                     if isinstance(item, ast.stmt):
-                        yield from _top_names([item])
+                        yield from _top_names([item], uses)
                     elif isinstance(item, (ast.excepthandler, ast.match_case)):
                         for part in (getattr(item, "type", None), getattr(item, "pattern", None), getattr(item, "guard", None)):
                             if part is not None:
-                                yield from _names(part)
-                        yield from _top_names(item.body)
+                                yield from _names(part, uses)
+                        yield from _top_names(item.body, uses)
                     elif isinstance(item, ast.AST):
-                        yield from _names(item)
+                        yield from _names(item, uses)
 
 
 _COMPOUND_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
@@ -1084,7 +1116,7 @@ class _Layout:
                 entry[1] = [k for k in entry[1] if k in out]
         return out
 
-    def _names_of(self, name: bytes) -> frozenset:
+    def _names_of(self, name: bytes) -> tuple[frozenset, frozenset]:
         hit = self._names.get(name)
         if hit is None:
             hit = self._names[name] = _names_in(self.nodes[name])
@@ -1207,30 +1239,37 @@ class _Layout:
         followed by cudalint.prefilter._Calls over `graph`."""
         # names, not words: the keys of a registry dict are strings, not calls of functions
         mention = set(_top_names(self.tree.body))
+        used = set(_top_names(self.tree.body, uses=True))  # (the classes whose special methods may run)
         todo = list(mention)
         done: set[bytes] = set()
         special: set[tuple[bytes, bytes]] = set()  # (class, special method) reached through the class
+
+        def reach_names(names: frozenset, uses: frozenset) -> None:
+            for w in names:
+                if w not in mention or (w in uses and w not in used):
+                    mention.add(w)
+                    if w in uses:
+                        used.add(w)
+                    todo.append(w)
+
         while todo:
             word = todo.pop()
-            for base in self.bases.get(word, ()):  # calling a class may run its bases' methods
-                if base not in mention:
-                    mention.add(base)
-                    todo.append(base)
-            reached = []
+            if word in used:
+                bases = frozenset(self.bases.get(word, ()))  # constructing a class may run its bases' methods
+                reach_names(bases, bases)
+            else:
+                reach_names(frozenset(self.bases.get(word, ())), frozenset())
             if word in self.nodes and word not in done:
                 done.add(word)
-                reached.append(self._names_of(word))
-            # a class named runs only its own special methods by itself (construction, `with`,
-            # operators, `__init_subclass__`); another method runs when its name is mentioned (`p.run()`)
-            for name, defs in self.owned.get(word, {}).items():
-                if name.startswith(b"__") and name.endswith(b"__") and (word, name) not in special:
-                    special.add((word, name))
-                    reached.append(_names_in(defs))
-            for names in reached:
-                for w in names:
-                    if w not in mention:
-                        mention.add(w)
-                        todo.append(w)
+                reach_names(*self._names_of(word))
+            # a class used (called, passed, subclassed) runs only its own special methods by itself
+            # (construction, `with`, operators); another method runs when its name is mentioned
+            # (`p.run()`), and `Pipeline.push_to_hub = ...` runs none (transformers' pipelines/base.py)
+            if word in used:
+                for name, defs in self.owned.get(word, {}).items():
+                    if name.startswith(b"__") and name.endswith(b"__") and (word, name) not in special:
+                        special.add((word, name))
+                        reach_names(*_names_in(defs))
         kinds: set[str] = set()
         if any_kinds:
             # each function's own kinds, computed once: the union over what is reached
@@ -1238,7 +1277,10 @@ class _Layout:
                 kinds.update(self._direct_kinds(key, trig, own_root))
         targets = set(self.stars)
         for word in mention:
-            targets.update(self.chains.get(word, ()))
+            # an imported name only ever the object of an attribute (`TrainingArguments.__doc__`,
+            # `torch.cuda.init`) reaches its attributes' chains, not itself (its own target is first)
+            chains = self.chains.get(word, ())
+            targets.update(chains if word in used else chains[1:])
         return tuple(sorted(kinds)), tuple(sorted(targets))
 
     def graph(self, trig: "_Triggers", own_root: str, any_kinds: bool) -> tuple[tuple[str, ...], dict[str, list], dict[str, list]]:
@@ -1255,7 +1297,7 @@ class _Layout:
             mention = set(self.bases.get(word, ()))
             done = [m for m in [word] + self.methods.get(word, []) if m in self.nodes]
             for m in done:
-                mention |= self._names_of(m)
+                mention |= self._names_of(m)[0]
             kinds: set[str] = set()
             if any_kinds:
                 for m in done:
@@ -1603,7 +1645,8 @@ class _Calls:
         for i in range(len(parts), 0, -1):
             hit = self.index.targets(origin, [".".join(parts[:i])])
             if hit:
-                name = parts[i].encode() if i < len(parts) else None
+                # (one attribute more: `Cls.method`, `obj.method` run that method, not all of Cls)
+                name = ".".join(parts[i : i + 2]).encode() if i < len(parts) else None
                 return [(h, name) for h in sorted(hit)]
         return []
 
@@ -1648,9 +1691,25 @@ class _Calls:
             start = name.decode()
             kinds: set[str] = set()
             imports: set[str] = set()
-            refs: set[int] = set(scan.names.get(start, ()))
             targets = set(scan.stars)
-            if start in scan.defs:
+            head, _, attr = start.partition(".")
+            if attr:
+                # `Cls.attr` / `obj.attr` (cudalint.prefilter._Calls._resolve): the attribute runs,
+                # not the whole class (`TrainingArguments.__doc__` constructs nothing); an imported
+                # name's attribute lives where the name comes from
+                if head in scan.names:
+                    first = scan.names[head][:1]  # (its own target: cudalint.prefilter._imports)
+                    targets.update(f"{scan.table[i]}.{attr}" for i in first)
+                    start = ""
+                elif head not in scan.defs and attr not in scan.defs:
+                    targets.update(f"{m}.{head}.{attr}" for m in scan.stars if self._provides(path, m, head))
+                    start = ""
+                else:
+                    start = attr
+            refs: set[int] = set(scan.names.get(start, ()))
+            if not start:
+                pass
+            elif start in scan.defs:
                 seen, todo = {start}, [start]
                 while todo:
                     own, imp, mentions, rs = scan.defs[todo.pop()]
