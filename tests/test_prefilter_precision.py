@@ -1,0 +1,151 @@
+"""What the prefilter leaves out, and what it must keep: each shape that made transformers 5.23.0
+select 2,836 of its 2,860 files (and its call graph 2.9 million nodes), next to the shape that
+really runs the effect. The equality of findings with and without the prefilter is
+tests/test_prefilter.py's; these pin the precision, so a loosened or a broken rule both fail."""
+from __future__ import annotations
+
+import pytest
+
+from cudalint.catalogue import load_catalogue
+from cudalint.prefilter import _Calls, _effective_kinds, _Index, scan, scan_tree, select
+
+JUDGED = ("child_env", "device_arg", "env_write", "gpu_index", "init", "monkeypatch", "process")
+
+
+def _kinds(text: str, modname: str = "m") -> tuple[str, ...]:
+    return scan(text.encode(), load_catalogue(), modname, False).kinds
+
+
+def _scan(text: str, modname: str = "m"):
+    return scan_tree(text.encode(), load_catalogue(), modname, False)[0]
+
+
+def _project(files: dict[str, str]) -> tuple[dict, dict]:
+    cat = load_catalogue()
+    scans, modules = {}, {}
+    for path, text in files.items():
+        package = path.endswith("/__init__.py")
+        name = path[: -len("/__init__.py")] if package else path[:-3]
+        modules[path] = name.replace("/", ".")
+        scans[path] = scan_tree(text.encode(), cat, modules[path], package)[0]
+    return scans, modules
+
+
+def _selected(files: dict[str, str]) -> set[str]:
+    return select(*_project(files), JUDGED)
+
+
+# ---------- a judged effect of a module's function needs a call -----------------------------------
+@pytest.mark.parametrize(
+    "text, judged",
+    [
+        ("import platform\nprint(platform.system())\n", False),  # transformers utils/import_utils.py
+        ("import os\nos.system('nvidia-smi')\n", True),
+        ("from os import system\nsystem('ls')\n", True),
+        ("import os as o\no.system('ls')\n", True),
+    ],
+)
+def test_a_function_effect_needs_a_call(text: str, judged: bool) -> None:
+    assert ("*" in _kinds(text)) is judged
+
+
+@pytest.mark.parametrize(
+    "text, judged",
+    [
+        # transformers/__init__.py re-exports under the same name, and never calls it
+        ("from x import *\nfrom subprocess import run as run\n", False),
+        ("from x import *\nfrom subprocess import run as launch\nlaunch(['ls'])\n", True),
+        ("from x import *\nfrom subprocess import run\nrun(['ls'])\n", True),
+    ],
+)
+def test_an_import_alias_counts_when_it_is_called(text: str, judged: bool) -> None:
+    assert ("*" in _kinds(text)) is judged
+
+
+@pytest.mark.parametrize(
+    "text, judged",
+    [
+        # transformers models/wav2vec2_with_lm/processing_wav2vec2_with_lm.py: `Pool` in a signature
+        ("from multiprocessing import get_context\nfrom multiprocessing.pool import Pool\ndef f(pool: Pool = None):\n    return get_context\n", False),
+        ("from multiprocessing import get_context\nctx = get_context('spawn')\nwith ctx.Pool(2) as p:\n    pass\n", True),
+    ],
+)
+def test_a_judged_method_of_a_returned_type_needs_a_call(text: str, judged: bool) -> None:
+    assert ("*" in _kinds(text)) is judged
+
+
+# ---------- what a module's top level reaches ------------------------------------------------------
+_CLASS = """import os
+class Pipeline:
+    def __call__(self):
+        return self.get_iterator()
+    def get_iterator(self):
+        os.environ["TOKENIZERS_PARALLELISM"] = "false"
+"""
+
+
+@pytest.mark.parametrize(
+    "top, judged",
+    [
+        ("Pipeline.push_to_hub = print\n", False),  # transformers pipelines/base.py L1330
+        ("def f(p: Pipeline) -> Pipeline:\n    pass\n", False),  # an annotation is not a call
+        ("Pipeline()()\n", True),  # used: its special methods run, and what they name
+        ("p = object()\np.get_iterator()\n", True),  # a method runs when its name is called
+        ("factory = Pipeline\n", True),  # passed on: whoever calls it runs __call__
+    ],
+)
+def test_a_class_named_at_the_top_level(top: str, judged: bool) -> None:
+    assert ("*" in _scan(_CLASS + top).top_kinds) is judged
+
+
+@pytest.mark.parametrize(
+    "top, reached",
+    [
+        ("def f(c: Cfg):\n    pass\n", False),  # transformers vision_utils.py: a signature's annotation
+        ("x = Cfg.__doc__\n", False),  # transformers training_args_seq2seq.py
+        ("x = Cfg()\n", True),
+        ("def f(c=Cfg()):\n    pass\n", True),  # a default value runs on import
+        ("x = Cfg.build()\n", True),  # the attribute runs
+        ("x = Cfg.quiet()\n", False),  # ... and only it
+    ],
+)
+def test_an_imported_class_reached_from_the_top_level(top: str, reached: bool) -> None:
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/cfg.py": "import os\nclass Cfg:\n    def __init__(self):\n        os.system('nvidia-smi')\n    @staticmethod\n    def build():\n        os.system('nvidia-smi')\n    @staticmethod\n    def quiet():\n        pass\n",
+        "pkg/user.py": "from pkg.cfg import Cfg\n" + top,
+        "pkg/app.py": "import pkg.user\n",  # selected only if importing user runs the effect
+    }
+    assert ("pkg/app.py" in _selected(files)) is reached
+
+
+# ---------- star imports ----------------------------------------------------------------------------
+def test_a_star_import_is_followed_only_where_the_name_is() -> None:
+    files = {
+        "pkg/__init__.py": "from .one import *\nfrom .two import *\nfrom .loop_a import *\n",
+        "pkg/one.py": "import os\ndef f():\n    os.system('ls')\n",
+        "pkg/two.py": "from .three import *\n",
+        "pkg/three.py": "import os\ndef g():\n    os.system('ls')\n",
+        "pkg/loop_a.py": "from .loop_b import *\n",
+        "pkg/loop_b.py": "from .loop_a import *\n",
+        "pkg/broken.py": "def (:\n",
+        "pkg/uses_broken.py": "from .broken import *\n",
+    }
+    scans, modules = _project(files)
+    index = _Index(modules)
+    edges = {p: index.targets(p, s.imports) for p, s in scans.items()}
+    importers: dict[str, list[str]] = {}
+    for p, ts in edges.items():
+        for t in ts:
+            importers.setdefault(t, []).append(p)
+    calls = _Calls(index, scans, modules, _effective_kinds(scans, importers), importers, True)
+    init = "pkg/__init__.py"
+    assert calls._provides(init, "pkg.one", "f")
+    assert not calls._provides(init, "pkg.one", "g")
+    assert calls._provides(init, "pkg.two", "g")  # through two's own star import
+    assert not calls._provides(init, "pkg.two", "f")
+    assert calls._provides(init, "pkg.loop_a", "anything")  # a cycle of star imports: unknown
+    assert calls._provides("pkg/uses_broken.py", "pkg.broken", "anything")  # does not parse: unknown
+    # the node of a name the package does not define goes only where the name is
+    node = calls._node(init, b"g")
+    assert node is not None and "pkg.two.g" in node[1] and "pkg.one.g" not in node[1]
