@@ -2,10 +2,15 @@
 
 Every figure comes from a fresh subprocess (wall time; peak RSS of the largest process, from
 wait4). The corpus is copied to benchmarks/.corpus/ first, so the warm run after "touching one
-file" does not write into an installed package. Targets (issue 7) are printed next to the ratios;
+file" does not write into an installed package. Targets (issue 16) are printed in the table at the end;
 none of this is a test.
 
-    python benchmarks/bench.py [--corpus DIR] [--limit N] [--runs N] [--no-peers] [--no-scale] [--profile]
+    python benchmarks/bench.py [--corpus NAME_OR_DIR ...] [--limit N] [--runs N] [--parse-runs N]
+                               [--no-peers] [--no-scale] [--serial] [--profile]
+
+Without --corpus: every release of issue 16 that ../shared/realworld/fetch.sh downloaded (timm,
+transformers, vllm, diffusers, deepspeed, lightning, ultralytics), then the generated projects, then
+flake8 with CUD selected against without it on lightning and ultralytics, then one table.
 
 Each timed row is the median of `--runs` runs (3 by default; peak memory: the largest), so one
 noisy run moves no ratio. TorchFix, which has no target here, runs once.
@@ -161,55 +166,45 @@ def peer_bin(name: str) -> Path | None:
     return py.parent
 
 
-def median_of(runs: int, once) -> tuple[float, float, str]:
+def median_of(runs: int, once, check_same: bool = True) -> tuple[float, float, str]:
     """(median wall, largest peak RSS, the output of the last run) of `once()` called `runs` times;
     `once(i)` returns run()'s (wall, MB, exit code, stdout). Every run must print the same."""
     results = [once(i) for i in range(runs)]
     outs = {r[3] for r in results}
-    if len(outs) > 1:
+    if check_same and len(outs) > 1:
         print("  (the runs of this row printed different findings)")
     walls = sorted(r[0] for r in results)
     return walls[len(walls) // 2], max(r[1] for r in results), results[-1][3]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--corpus", type=Path, help="a directory of Python sources, or the name of one under ~/.cache/cudalint-realworld (vllm, transformers, ...) [default: the installed torch]")
-    ap.add_argument("--limit", type=int, help="only the first N files (by path) of the corpus")
-    ap.add_argument("--runs", type=int, default=3, help="runs per timed row; the median is shown [default: 3]")
-    ap.add_argument("--no-peers", action="store_true", help="skip TorchFix and flake8")
-    ap.add_argument("--no-scale", action="store_true", help="skip the generated 50,000-line module and 10,000-file tree")
-    ap.add_argument("--profile", action="store_true", help="print a cProfile of a serial cold run")
-    ap.add_argument("--serial", action="store_true", help="also time a serial run (-j 1)")
-    opts = ap.parse_args()
-    runs = max(1, opts.runs)
+# issue 16's corpora, in the order of the table; timm first: the per-line cost is measured against it
+CORPORA = ("timm", "transformers", "vllm", "diffusers", "deepspeed", "lightning", "ultralytics")
+FLAKE8_CORPORA = ("lightning", "ultralytics")
 
-    src = opts.corpus or torch_dir()
-    if not src.exists() and (REALWORLD / src.name).is_dir():  # --corpus vllm: the downloaded release
-        src = REALWORLD / src.name
+
+def resolve_corpus(given: Path) -> Path:
+    if not given.exists() and (REALWORLD / given.name).is_dir():  # --corpus vllm: the downloaded release
+        return REALWORLD / given.name
+    return given
+
+
+def bench_corpus(src: Path, opts, runs: int, row) -> dict:
+    """The rows of one corpus: libcst's parse alone, then cudalint cold, warm, one file touched, no cache."""
     corpus = copy_corpus(src, opts.limit)
     files = corpus_files(corpus)
     lines = sum(p.read_bytes().count(b"\n") for p in files)
-    cores = len(os.sched_getaffinity(0))
-    print(f"corpus: {src} -> {corpus}: {len(files)} files, {lines} lines; {cores} cores; Python {sys.version.split()[0]}")
-    print(f"each row: the median wall time of {runs} run(s), the largest peak memory")
-    rows: list[tuple[str, float, float, str]] = []
-    compile_cudalint()
-
-    def row(name: str, wall: float, mem: float, note: str = "") -> None:
-        rows.append((name, wall, mem, note))
-        print(f"  {name:<44} {wall:8.2f} s {mem:8.0f} MB  {note}", flush=True)
-
-    parse, mem, out = median_of(runs, lambda i: run([sys.executable, "-c", PARSE_ONLY, str(corpus)]))
-    row("libcst parse_module alone (1 process)", parse, mem, f"{out.strip()} unparsable")
-
+    print(f"\ncorpus {src.name}: {src} -> {corpus}: {len(files)} files, {lines} lines")
+    out: dict = {"name": src.name, "files": len(files), "lines": lines}
+    parse, mem, text = median_of(opts.parse_runs or runs, lambda i: run([sys.executable, "-c", PARSE_ONLY, str(corpus)]))
+    row("libcst parse_module alone (1 process)", parse, mem, f"{text.strip()} unparsable")
+    out["parse"] = parse
     with tempfile.TemporaryDirectory(prefix="cudalint-bench-") as tmp:
         caches = [Path(tmp) / f"cache{i}" for i in range(runs)]
         cache = caches[-1]  # the warm runs use the last cold run's cache
-        cold, cmem, out = median_of(runs, lambda i: cudalint([corpus.name], caches[i], corpus.parent))
-        row("cudalint cold (empty cache)", cold, cmem, f"{count(out)} findings")
-        warm, wmem, out2 = median_of(runs, lambda i: cudalint([corpus.name], cache, corpus.parent))
-        row("cudalint warm, nothing changed", warm, wmem, f"{count(out2)} findings")
+        cold, cmem, o1 = median_of(runs, lambda i: cudalint([corpus.name], caches[i], corpus.parent))
+        row("cudalint cold (empty cache)", cold, cmem, f"{count(o1)} findings")
+        warm, wmem, o2 = median_of(runs, lambda i: cudalint([corpus.name], cache, corpus.parent))
+        row("cudalint warm, nothing changed", warm, wmem, f"{count(o2)} findings")
         touched = next((p for p in files if p.name == "functional.py"), files[len(files) // 2])
 
         def touch_and_run(i: int) -> tuple:
@@ -217,31 +212,87 @@ def main() -> None:
                 fh.write(f"\n# touched by the benchmark ({i + 1})\n")
             return cudalint([corpus.name], cache, corpus.parent)
 
-        one, omem, out3 = median_of(runs, touch_and_run)
-        row("cudalint warm, one file touched", one, omem, f"{touched.relative_to(corpus)}; {count(out3)} findings")
-        nocache, nmem, out4 = median_of(runs, lambda i: cudalint(["--no-cache", corpus.name], cache, corpus.parent))
-        row("cudalint --no-cache", nocache, nmem, f"{count(out4)} findings")
-        out5 = out4
+        one, omem, o3 = median_of(runs, touch_and_run)
+        row("cudalint warm, one file touched", one, omem, f"{touched.relative_to(corpus)}; {count(o3)} findings")
+        nocache, nmem, o4 = median_of(runs, lambda i: cudalint(["--no-cache", corpus.name], cache, corpus.parent))
+        row("cudalint --no-cache", nocache, nmem, f"{count(o4)} findings")
+        outs = [o1, o2, o3, o4]
         if opts.serial:
-            serial, smem, out5 = median_of(runs, lambda i: cudalint(["--no-cache", "-j", "1", corpus.name], cache, corpus.parent))
-            row("cudalint --no-cache -j 1 (serial)", serial, smem, f"{count(out5)} findings")
-        # the touched file got comments at its end: no finding moves
-        same = out == out2 == out3 == out4 == out5
-        print(f"  findings identical cold/warm/touched/no-cache{'/serial' if opts.serial else ''}: {same}")
+            serial, smem, o5 = median_of(runs, lambda i: cudalint(["--no-cache", "-j", "1", corpus.name], cache, corpus.parent))
+            row("cudalint --no-cache -j 1 (serial)", serial, smem, f"{count(o5)} findings")
+            outs.append(o5)
+    # the touched file got comments at its end: no finding moves
+    same = all(o == outs[0] for o in outs)
+    print(f"  findings identical cold/warm/touched/no-cache{'/serial' if opts.serial else ''}: {same}")
+    out.update(cold=cold, warm=warm, touched=one, mem=max(cmem, wmem, omem, nmem), findings=count(o1), same=same)
+    if not opts.keep_copies:
+        shutil.rmtree(corpus, ignore_errors=True)
+    return out
 
-        scale = {}
-        if not opts.no_scale:
+
+def bench_flake8(src: Path, runs: int, row) -> dict:
+    """flake8 as a plugin user runs it: `--select E,F,W,CUD` against `--select E,F,W`, same flake8,
+    same plugins installed, paired run by run; cold = an empty cudalint cache, warm = the cache the
+    cold run left."""
+    corpus = copy_corpus(src, None)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    flake8 = [sys.executable, "-m", "flake8", "--jobs", str(len(os.sched_getaffinity(0))), corpus.name]
+    print(f"\nflake8 on {src.name} ({len(corpus_files(corpus))} files)")
+    out: dict = {"name": src.name}
+    with tempfile.TemporaryDirectory(prefix="cudalint-flake8-") as tmp:
+        base, bmem, _ = median_of(runs, lambda i: run(flake8[:3] + ["--select", "E,F,W"] + flake8[3:], cwd=corpus.parent, env=env), check_same=False)
+        row("flake8 --select E,F,W", base, bmem)
+        cold_env = lambda i: dict(env, CUDALINT_CACHE_DIR=str(Path(tmp) / f"c{i}"))  # noqa: E731
+        cold, cmem, _ = median_of(runs, lambda i: run(flake8[:3] + ["--select", "E,F,W,CUD"] + flake8[3:], cwd=corpus.parent, env=cold_env(i)), check_same=False)
+        row("flake8 --select E,F,W,CUD, cold cudalint cache", cold, cmem)
+        warm, wmem, _ = median_of(runs, lambda i: run(flake8[:3] + ["--select", "E,F,W,CUD"] + flake8[3:], cwd=corpus.parent, env=cold_env(0)), check_same=False)
+        row("flake8 --select E,F,W,CUD, warm cudalint cache", warm, wmem)
+    shutil.rmtree(corpus, ignore_errors=True)
+    out.update(base=base, cold=cold, warm=warm)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--corpus", type=Path, action="append", help="a directory of Python sources, or the name of a release under ~/.cache/cudalint-realworld (timm, vllm, ...); repeatable [default: those of issue 16 that are downloaded, else the installed torch]")
+    ap.add_argument("--limit", type=int, help="only the first N files (by path) of each corpus")
+    ap.add_argument("--runs", type=int, default=3, help="runs per timed row; the median is shown [default: 3]")
+    ap.add_argument("--parse-runs", type=int, help="runs of the libcst row (slow on the big corpora) [default: --runs]")
+    ap.add_argument("--no-peers", action="store_true", help="skip flake8 and TorchFix")
+    ap.add_argument("--no-scale", action="store_true", help="skip the generated projects (50,000-line module, 10,000-file tree, 2,000 modules in import cycles)")
+    ap.add_argument("--profile", action="store_true", help="print a cProfile of a serial cold run of the first corpus")
+    ap.add_argument("--serial", action="store_true", help="also time a serial run (-j 1)")
+    ap.add_argument("--keep-copies", action="store_true", help="keep benchmarks/.corpus/ afterwards")
+    opts = ap.parse_args()
+    runs = max(1, opts.runs)
+    given = opts.corpus or [REALWORLD / n for n in CORPORA if (REALWORLD / n).is_dir()] or [torch_dir()]
+    sources = [resolve_corpus(g) for g in given]
+    cores = len(os.sched_getaffinity(0))
+    print(f"{len(sources)} corpora; {cores} cores; Python {sys.version.split()[0]}; load average {os.getloadavg()[0]:.1f}")
+    print(f"each row: the median wall time of {runs} run(s), the largest peak memory (of the largest process)")
+    compile_cudalint()
+
+    def row(name: str, wall: float, mem: float, note: str = "") -> None:
+        print(f"  {name:<48} {wall:8.2f} s {mem:8.0f} MB  {note}", flush=True)
+
+    results = [bench_corpus(src, opts, runs, row) for src in sources]
+
+    scale: dict[str, tuple[float, float]] = {}
+    if not opts.no_scale:
+        print("\ngenerated projects")
+        with tempfile.TemporaryDirectory(prefix="cudalint-bench-") as tmp:
+            cache = Path(tmp) / "cache"
             big = Path(tmp) / "big"
             big.mkdir()
             (big / "big.py").write_text(gen_module(50_000))
             w, m, _ = median_of(runs, lambda i: cudalint(["--no-cache", big.name], cache, big.parent))
             row("generated module, 50,000 lines", w, m)
-            scale["module"] = w / 50_000
+            scale["module"] = (w / 50_000, m)
             tree = Path(tmp) / "tree"
             tree_lines = gen_tree(tree, 10_000)
             w, m, _ = median_of(runs, lambda i: cudalint(["--no-cache", tree.name], cache, tree.parent))
             row(f"generated tree, 10,000 files ({tree_lines} lines)", w, m)
-            scale["tree"] = w / tree_lines
+            scale["tree"] = (w / tree_lines, m)
             # issue 16: import cycles, star imports, re-export chains, __init__ fan-out (benchmarks/adversarial.py)
             sys.path.insert(0, str(HERE))
             from adversarial import generate
@@ -250,45 +301,33 @@ def main() -> None:
             adv_lines = generate(adv, modules=2000)
             w, m, _ = median_of(runs, lambda i: cudalint(["--no-cache", "adv"], cache, adv))
             row(f"generated import cycles, 2,000 modules ({adv_lines} lines)", w, m)
-            scale["cycles"] = w / adv_lines
+            scale["cycles"] = (w / adv_lines, m)
 
-    peers = {}
+    flake8_rows = []
     if not opts.no_peers:
+        chosen = [s for s in sources if s.name in FLAKE8_CORPORA] or sources[:1]
+        flake8_rows = [bench_flake8(src, runs, row) for src in chosen]
         tf = peer_bin("torchfix")
         if tf is not None:
-            w, m, _, _ = run([str(tf / "torchfix"), corpus.name], cwd=corpus.parent)
-            row("TorchFix", w, m)
-        bindir = peer_bin("flake8")
-        if bindir is not None:
-            py = bindir / "python"
-            flake8 = [str(bindir / "flake8"), "--select", "B", "--jobs", str(cores), corpus.name]
-            w, m, _ = median_of(runs, lambda i: run(flake8, cwd=corpus.parent))
-            row("flake8 --select B (bugbear)", w, m)
-            peers["bugbear"] = w
-            plugin = (ROOT / "cudalint" / "flake8_plugin.py").is_file()
-            if plugin:
-                env = dict(os.environ, PYTHONPATH=str(ROOT))
-                # with cudalint importable, flake8 finds its entry point and runs it
-                subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "-e", str(ROOT)], check=True)
-                try:
-                    w, m, _ = median_of(runs, lambda i: run(flake8, cwd=corpus.parent, env=env))
-                finally:
-                    subprocess.run([str(py), "-m", "pip", "uninstall", "-q", "-y", "cudalint"], check=False)
-                row("flake8 --select B, cudalint plugin installed", w, m)
-                peers["plugin"] = w
-            else:
-                print("  (cudalint's flake8 plugin has not landed: cudalint/flake8_plugin.py is missing; row skipped)")
+            first = copy_corpus(sources[0], opts.limit)
+            w, m, _, _ = run([str(tf / "torchfix"), first.name], cwd=first.parent)
+            row(f"TorchFix on {sources[0].name} (no target; once)", w, m)
 
-    print("\nratios (targets from issue 7):")
-    print(f"  cold / libcst parse alone         {cold / parse:6.3f}   (target <= 0.5)")
-    print(f"  warm, unchanged / cold            {warm / cold:6.3f}   (target <= 0.05)")
-    print(f"  warm, one file touched / cold     {one / cold:6.3f}   (target <= 0.10)")
-    print(f"  peak memory, cold                 {cmem:6.0f} MB (target < 400 MB, largest process)")
-    per_line = cold / lines
-    for name, value in scale.items():
-        print(f"  time per line, generated {name:<7} {value / per_line:6.3f} x the corpus's (target <= 2)")
-    if "plugin" in peers:
-        print(f"  flake8 with plugin / without      {peers['plugin'] / peers['bugbear']:6.3f}   (target <= 1.10)")
+    base = next((r for r in results if r["name"] == "timm"), results[0])
+    base_cost = base["cold"] / max(base["lines"], 1)
+    print(f"\ntargets (issue 16); per-line cost against {base['name']}'s in this run")
+    print(f"  {'corpus':<14} {'files':>6} {'lines':>9} {'cold s':>8} {'cold/parse':>10} {'warm/cold':>9} {'touch/cold':>10} {'per line':>8} {'peak MB':>8}  same")
+    for r in results:
+        per_line = r["cold"] / max(r["lines"], 1) / base_cost
+        print(
+            f"  {r['name']:<14} {r['files']:>6} {r['lines']:>9} {r['cold']:>8.1f} {r['cold'] / r['parse']:>10.3f} {r['warm'] / r['cold']:>9.3f}"
+            f" {r['touched'] / r['cold']:>10.3f} {per_line:>7.2f}x {r['mem']:>8.0f}  {r['same']}"
+        )
+    print(f"  {'(targets)':<14} {'':>6} {'':>9} {'':>8} {'<= 0.5':>10} {'<= 0.05':>9} {'<= 0.10':>10} {'<= 2':>8} {'< 400':>8}")
+    for name, (cost, mem) in scale.items():
+        print(f"  generated {name:<8} per line {cost / base_cost:6.2f}x {base['name']}'s (target <= 2), {mem:.0f} MB (target < 400)")
+    for r in flake8_rows:
+        print(f"  flake8 +CUD on {r['name']:<12} cold {r['cold'] / r['base']:6.3f}x (target <= 1.25)   warm {r['warm'] / r['base']:6.3f}x (target <= 1.10)")
 
     if opts.profile:
         import cProfile
@@ -296,12 +335,11 @@ def main() -> None:
 
         sys.path.insert(0, str(ROOT))
         from cudalint.api import lint_paths
+        from cudalint.config import Config
 
         prof = cProfile.Profile()
         prof.enable()
-        from cudalint.config import Config
-
-        lint_paths([str(corpus)], Config(respect_gitignore=False), jobs=1)
+        lint_paths([str(sources[0])], Config(respect_gitignore=False), jobs=1)
         prof.disable()
         pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
 

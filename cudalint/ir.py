@@ -13,7 +13,7 @@ from typing import Iterator, Union
 Loc = tuple[int, int, int, int]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Event:
     """A leaf effect.
 
@@ -56,7 +56,7 @@ class Event:
     data: tuple = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Branch:
     """if/elif/else, match, a conditional expression: exactly one arm runs.
 
@@ -67,7 +67,7 @@ class Branch:
     exhaustive: bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Loop:
     """for/while: the body runs zero or more times; `infinite` for `while True`."""
 
@@ -77,7 +77,7 @@ class Loop:
     infinite: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Try:
     body: "Block"
     handlers: tuple["Block", ...]
@@ -85,7 +85,7 @@ class Try:
     final: "Block"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class MainGuard:
     """`if __name__ == "__main__":` at module level: runs only when the module is the program."""
 
@@ -97,7 +97,7 @@ Node = Union[Event, Branch, Loop, Try, MainGuard]
 Block = tuple[Node, ...]
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, slots=True)
 class Label:
     """A value label (cudalint.labels): where a value in a given numbering or role came from."""
 
@@ -121,7 +121,7 @@ class Label:
         return hash(self.key())
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Function:
     qualname: str  # "f", "C.m", "f.inner"
     loc: Loc
@@ -133,13 +133,13 @@ class Function:
     returns: tuple = ()  # cudalint.labels.Label of the values it returns (CUD004's return-value flow)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ClassInfo:
     name: str
     bases: tuple[str, ...]  # symbols as in Event("call") data: local names or qualified names
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ModuleIR:
     path: str
     module: str  # dotted name, "" when unknown
