@@ -42,6 +42,9 @@ EFFECT_FIELDS = {
     "singleton": str,
     "lock_count": str,
     "streams": str,
+    "concurrent_use": str,
+    "concurrent_limit": str,
+    "concurrent_inputs": str,
     "reruns_script": bool,
     # CUD004/CUD005/CUD006 data flow (rules/catalogue/README.md)
     "cuda_ordinal_source": bool,

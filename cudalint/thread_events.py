@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Optional
 
 import ast
 
+from cudalint import concurrent_calls
 from cudalint.callargs import arg_expr, first_arg, positional, slotted
 
 from cudalint.catalogue import Api
@@ -46,6 +47,7 @@ class ThreadEvents:
         self._yields: list[bool] = []
         self.makes_llama = False  # cudalint.ir.ModuleIR.makes_llama
         self.serial_attrs: set[tuple[str, str]] = set()  # (class, attribute) holding a one-worker pool
+        self.concurrent_specs = concurrent_calls.specs(self.cat)
 
     # ---------- where an object lives ----------------------------------------------------------
     def ref(self, expr: ast.AST, scope: "_Scope") -> Optional[str]:
@@ -176,6 +178,8 @@ class ThreadEvents:
         use = self.llama_receiver(call, scope)
         if use is not None:
             out.append(self.event("llama_use", call, (use[0], use[1], self._stream_flag(call, use[0]))))
+            if concurrent_calls.concurrent(call, use[0], self.concurrent_specs):
+                out.append(self.event("concurrent_use", call, (use[0], use[1])))
 
     def mark_stream(self, out: list[Node], node: ast.AST, flag: str) -> None:
         loc = self.lines.loc(node)

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Optional
 
+from cudalint import concurrent_calls
 from cudalint.catalogue import Catalogue
 from cudalint.findings import Step
 from cudalint.ir import Block, Branch, Event, Function, Loop, MainGuard, ModuleIR, Try
@@ -401,6 +402,12 @@ class ThreadAnalysis:
         for key, ctxs in self.contexts.items():
             for ctx in ctxs.values():
                 self._collect(key, ctx, model)
+        # a call concurrent by itself needs no caller: judge it in functions no root reaches too
+        for key, sites in self.sites.items():
+            if not self.contexts.get(key):
+                for site in sites:
+                    if site.event.kind == "concurrent_use":
+                        self._concurrent_use(site.event, self.fns[key][0], key, MAIN, model)
         for obj_ref, mod, qual, ev, ctx in self._direct.values():
             method, _, ref = obj_ref.partition("|")
             obj = self.obj(self.canon(ref, mod, qual))
@@ -557,6 +564,9 @@ class ThreadAnalysis:
                     continue  # a thread start consumes it (see _direct)
             elif ev.kind == "llama_iter":
                 method, ref, flag = "__iter__", ev.data[0], "iter"
+            elif ev.kind == "concurrent_use":
+                self._concurrent_use(ev, mod, key, ctx, model)
+                continue
             elif ev.kind == "call":
                 method, ref, flag = "__call__", "m:" + ev.data[0], ""
                 if ev.data[0].startswith(":"):
@@ -577,6 +587,17 @@ class ThreadAnalysis:
                 if flag != "iter":
                     locks = frozenset()  # consumed after this call returns, outside these locks
             model.uses.append(Use(obj, ctx, locks, key, ev, method, mod.path))
+
+    def _concurrent_use(self, ev: Event, mod: ModuleIR, key: FnKey, ctx: Context, model: ThreadModel) -> None:
+        """A call that runs the receiver's context on several threads by itself (`llm.batch(...)`)."""
+        method, ref = ev.data
+        obj = self.obj(self.canon(ref, mod, key[1]))
+        if obj is None or obj.identity[0] == "fresh":
+            return
+        if not any(a.get("concurrent_use") for a in self.cat.calls_named(f"{obj.cls}.{method}")):
+            return
+        inner = concurrent_calls.context_of(ctx, ev, method, key)
+        model.uses.append(Use(obj, inner, inner.locks, key, ev, method, mod.path))
 
     def _streams(self, cls: str, method: str) -> str:
         for api in self.cat.calls_named(f"{cls}.{method}"):
