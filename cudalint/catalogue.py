@@ -57,6 +57,8 @@ EFFECT_FIELDS = {
     "executor": str,
     "ordinal_map": bool,
     "child_work": str,
+    "child_args": str,
+    "env_arg": str,
     "starts_on": str,
     "start_method_arg": str,
     # environment-dependent effects (rules/catalogue/README.md): what a call or an import writes,

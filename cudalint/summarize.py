@@ -103,6 +103,7 @@ class _Scope:
     globals_: set[str] = field(default_factory=set)  # `global` declarations
     streams: dict[str, str] = field(default_factory=dict)  # local -> ref of the Llama it streams from
     env_copies: set[str] = field(default_factory=set)  # names bound to a copy of the environment (cudalint.child_env)
+    env_dicts: dict = field(default_factory=dict)  # names bound to a new mapping that sets CUDA_VISIBLE_DEVICES (cudalint.child_env)
     argv: dict[str, str] = field(default_factory=dict)  # names bound to a command line (a list of strings), its words joined
     serial_pools: set[str] = field(default_factory=set)  # names bound to a one-worker thread pool (cudalint.thread_events)
     cuda_objs: dict[str, tuple] = field(default_factory=dict)  # names bound to what a CUDA-initializing call built: (line, text, library)

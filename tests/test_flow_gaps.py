@@ -12,7 +12,7 @@ from cudalint.config import Config
 
 def _lint(tmp_path: Path, src: str, name: str = "app.py", select: tuple = ()) -> list:
     (tmp_path / name).write_text(src, encoding="utf-8")
-    config = Config(select=list(select)) if select else Config()
+    config = Config(select=tuple(select)) if select else Config()
     return [(f.code, f.line, f.message) for f in lint_paths([str(tmp_path)], config=config, jobs=1).findings]
 
 
@@ -59,3 +59,54 @@ def test_concurrent_use_is_catalogue_data():
     names = {a.name for a in cat.apis if a.get("concurrent_use")}
     assert {"langchain_community.chat_models.ChatLlamaCpp.batch", "langchain_community.chat_models.ChatLlamaCpp.abatch"} <= names
     assert all(a.get("touches_context") for a in cat.apis if a.get("concurrent_use"))
+
+
+CHILD = '''\
+import multiprocessing as mp
+import os
+
+import pynvml
+
+
+def work(gpu):
+    os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)
+
+
+def launch():
+    pynvml.nvmlInit()
+    for gpu in range(pynvml.nvmlDeviceGetCount()):
+        mp.Process(target=work, args=(gpu,)).start()
+'''
+
+
+def test_a_child_setting_its_own_variable_from_the_parents_enumeration(tmp_path):
+    (tmp_path / "app.py").write_text(CHILD, encoding="utf-8")
+    found = lint_paths([str(tmp_path)], config=Config(select=("CUD010",)), jobs=1).findings
+    assert [(f.code, f.line) for f in found] == [("CUD010", 8)]
+    assert found[0].message.startswith(
+        "the child process's own CUDA_VISIBLE_DEVICES is built from GPUs listed physically by pynvml.nvmlDeviceGetCount() (line 13)"
+    )
+    assert [(s.line, s.note) for s in found[0].witness][1] == (14, "mp.Process(target=work, args=(gpu,)) starts a child process with it as `gpu`")
+
+
+def test_a_child_is_clean_when_the_parent_reads_its_restriction(tmp_path):
+    src = CHILD.replace("    pynvml.nvmlInit()\n", '    pynvml.nvmlInit()\n    os.environ.get("CUDA_VISIBLE_DEVICES")\n')
+    assert _lint(tmp_path, src, select=("CUD010",)) == []
+
+
+def test_pool_and_executor_arguments_reach_the_work(tmp_path):
+    for start in ("pool.map(work, range(pynvml.nvmlDeviceGetCount()))", "pool.starmap(work, zip(range(pynvml.nvmlDeviceGetCount())))",
+                  "pool.apply_async(work, (pynvml.nvmlDeviceGetCount() - 1,))"):
+        src = CHILD.replace("    for gpu in range(pynvml.nvmlDeviceGetCount()):\n        mp.Process(target=work, args=(gpu,)).start()\n",
+                            f"    with mp.Pool(2) as pool:\n        {start}\n")
+        assert [(c, line) for c, line, _ in _lint(tmp_path, src, select=("CUD010",))] == [("CUD010", 8)], start
+
+
+def test_scratch_env_given_to_popen_by_name_or_inline(tmp_path):
+    src = (
+        "import subprocess\nimport GPUtil\n\n\ndef a(cmd):\n    g = GPUtil.getFirstAvailable()[0]\n"
+        '    env = {"CUDA_VISIBLE_DEVICES": str(g)}\n    subprocess.run(cmd, env=env)\n\n\n'
+        'def b(cmd):\n    g = GPUtil.getFirstAvailable()[0]\n    subprocess.Popen(cmd, None, None, None, None, None, None, True, False, None, {"CUDA_VISIBLE_DEVICES": str(g)})\n\n\n'
+        'def unused(cmd):\n    g = GPUtil.getFirstAvailable()[0]\n    env = {"CUDA_VISIBLE_DEVICES": str(g)}\n    print(env)\n'
+    )
+    assert [(c, line) for c, line, _ in _lint(tmp_path, src, select=("CUD010",))] == [("CUD010", 7), ("CUD010", 13)]
