@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Mapping, Optional, Sequence, Union
 
-from cudalint import child_env, labels
+from cudalint import child_env, container_refs, labels
 from cudalint.callargs import arg_expr, args_of, first_arg, positional
 from cudalint.catalogue import Api, Catalogue, env_fact
 from cudalint.ir import Block, Branch, ClassInfo, Event, Function, Loop, MainGuard, ModuleIR, Node, Try
@@ -592,6 +592,7 @@ class _Summarizer(ThreadEvents):
         self.stream_iteration(stmt.iter, scope, out)
         self.bind(stmt.target, None, scope)
         labels.on_for(self, stmt.target, stmt.iter, scope)
+        container_refs.for_bind(self, stmt.target, stmt.iter, scope, out)
         out.append(Loop(body=self.block(stmt.body, scope), orelse=self.block(stmt.orelse, scope), loc=self.lines.loc(stmt)))
 
     def while_(self, stmt: ast.While, scope: _Scope, out: list[Node]) -> None:
@@ -780,6 +781,8 @@ class _Summarizer(ThreadEvents):
                 out.append(self.env_event(stmt, self.subscript_key(target, scope), self.text(value), value))  # type: ignore[arg-type]
             elif not child_env.on_store(self, target, value, stmt, scope, out):  # type: ignore[arg-type]
                 labels.on_store(self, target, value, scope)  # type: ignore[arg-type]
+                if bind and type(value) is ast.Call:
+                    self.bind_event(target, self.origin(value, scope), stmt, scope, out)  # `self.models[k] = Llama()`
             return
         if kind is ast.Attribute:
             self.expr(target.value, scope, out)  # type: ignore[attr-defined]

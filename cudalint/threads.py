@@ -216,6 +216,9 @@ class ThreadAnalysis:
             return ("g", target[0].path, target[1])
         if kind == "c":
             return ("c", mod.path, rest)
+        if kind == "e":
+            inner = self.canon(rest, mod, fn)  # an element of a container (cudalint.container_refs)
+            return inner + ("elem",) if inner is not None and inner[0] != "c" else None
         return None
 
     def binds_of(self, key: Key) -> list:
@@ -254,6 +257,9 @@ class ThreadAnalysis:
         return result
 
     def _obj(self, key: Key, depth: int) -> Optional[Obj]:
+        if key[-1] == "elem":
+            whole = self.obj(key[:-1], depth + 1)
+            return replace(whole, identity=key) if whole is not None and whole.identity[0] != "fresh" else None
         if key[0] == "c":
             mod = self.project.by_path.get(key[1])
             return self.call_result(key[2], mod, store=None, depth=depth) if mod else None
@@ -276,6 +282,15 @@ class ThreadAnalysis:
             return self.obj(self.canon(rest, mod, fn), depth + 1)
         if kind == "c":
             return self.call_result(rest, mod, store, depth)
+        if kind == "each":
+            # iterating a container: its elements are one known object only when it repeats one
+            key = self.canon(rest, mod, fn)
+            for inner, bmod, bfn, bline, _ in self.binds_of(key) if key else ():
+                if inner.startswith("ref:"):
+                    found = self.from_origin(inner, bmod, bfn, bline, None, depth + 1)
+                    if found is not None:
+                        return found
+            return None
         return None
 
     def call_result(self, symbol: str, mod: ModuleIR, store: Optional[Key], depth: int) -> Optional[Obj]:
@@ -609,6 +624,11 @@ class ThreadAnalysis:
 def concurrent(a: Use, b: Use) -> bool:
     """Can these two uses of one object run at the same time?"""
     ident = a.obj.identity
+    if ident[-1] == "elem":
+        if a.ctx.id == b.ctx.id and a.ctx.spawn_many:
+            return False  # threads started in a loop may each take their own element of the container
+        if ident[0] == "l" and not (a.ctx.parent == b.ctx.parent == (ident[1], ident[2])):
+            return False  # a function's local container reaches only the threads that function starts
     if ident[0] == "a":
         owner = (ident[1], ident[2])
         if a.ctx.own_instance == owner or b.ctx.own_instance == owner:

@@ -110,3 +110,33 @@ def test_scratch_env_given_to_popen_by_name_or_inline(tmp_path):
         'def unused(cmd):\n    g = GPUtil.getFirstAvailable()[0]\n    env = {"CUDA_VISIBLE_DEVICES": str(g)}\n    print(env)\n'
     )
     assert [(c, line) for c, line, _ in _lint(tmp_path, src, select=("CUD010",))] == [("CUD010", 7), ("CUD010", 13)]
+
+
+def test_one_context_repeated_in_a_list_reaches_every_worker(tmp_path):
+    src = (
+        "from concurrent.futures import ThreadPoolExecutor\nfrom llama_cpp import Llama\n\nllm = Llama(model_path='m.gguf')\n\n\n"
+        "def ask(m, p):\n    return m.create_completion(p)\n\n\n"
+        "with ThreadPoolExecutor(4) as ex:\n    list(ex.map(ask, [llm] * 3, ['a', 'b', 'c']))\n"
+    )
+    assert _lint(tmp_path, src, select=("CUD101",)) == [
+        (
+            "CUD101",
+            8,
+            "one Llama (created at line 4) is used from several threads: .create_completion() runs on threads of map(...), "
+            "several at once, with no lock held; a llama.cpp context must be used by one thread at a time (hold one shared "
+            "lock around every use)",
+        )
+    ]
+    distinct = src.replace("[llm] * 3", "[Llama(model_path='m.gguf') for _ in range(3)]")
+    assert _lint(tmp_path, distinct, select=("CUD101",)) == []
+
+
+def test_dict_element_per_request_is_shared_but_thread_per_key_is_not(tmp_path):
+    base = (
+        "import threading\nfrom fastapi import FastAPI\nfrom llama_cpp import Llama\n\nmodels = {}\nfor n in ['a', 'b']:\n"
+        "    models[n] = Llama(model_path=n)\napp = FastAPI()\n\n\n"
+    )
+    endpoint = base + "@app.post('/c')\ndef c(name: str):\n    return models[name].create_completion('p')\n"
+    assert [(c, line) for c, line, _ in _lint(tmp_path, endpoint, select=("CUD101",))] == [("CUD101", 13)]
+    per_key = base + "def go(m):\n    m.create_completion('p')\n\n\nfor n in ['a', 'b']:\n    threading.Thread(target=go, args=(models[n],)).start()\n"
+    assert _lint(tmp_path, per_key, select=("CUD101",)) == []
