@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Mapping, Optional, Sequence, Union
 
-from cudalint import child_env, container_refs, labels
+from cudalint import child_env, container_refs, cuda_attrs, labels
 from cudalint.callargs import arg_expr, args_of, first_arg, positional
 from cudalint.catalogue import Api, Catalogue, env_fact
 from cudalint.ir import Block, Branch, ClassInfo, Event, Function, Loop, MainGuard, ModuleIR, Node, Try
@@ -167,6 +167,7 @@ class _Summarizer(ThreadEvents):
         self.functions: dict[str, Function] = {}
         self.classes: dict[str, ClassInfo] = {}
         self.attr_types: dict[tuple[str, str], str] = {}  # (class, attribute) -> type
+        self.cuda_attrs: dict[tuple[str, str], tuple] = {}  # (class, attribute) -> what a CUDA-initializing call built (cudalint.cuda_attrs)
         self.env_mappings = {a.name for a in catalogue.apis if a.get("env_mapping")}
         self.lib_roots = {r for lib in catalogue.libraries for r in lib.import_roots}
         self.view = labels.view(catalogue)
@@ -378,7 +379,7 @@ class _Summarizer(ThreadEvents):
                 self.monkeypatch_event(f"{owner}.{attr}", call, out)
         labels.method_call(self, call, q, scope, out)
         child_env.on_call(self, call, q, scope, out)
-        if scope.qualname and self._cuda_names(scope):
+        if scope.qualname and not cuda_attrs.use(self, call, scope, out) and self._cuda_names(scope):
             self.cuda_object_use(call, scope, out)
         self.call_effects(call, q, scope, out)
         self.llama_call_events(call, scope, out)
@@ -673,6 +674,8 @@ class _Summarizer(ThreadEvents):
         for target in stmt.targets:
             if type(target) is ast.Name:
                 scope.cuda_objs[target.id] = (loc[0], self.text(stmt.value), made.data[1])
+            else:
+                cuda_attrs.note(self, target, (loc[0], self.text(stmt.value), made.data[1]), scope)
 
     def cuda_object_use(self, call: ast.Call, scope: _Scope, out: list[Node]) -> None:
         """`model.encode(x)` / `llm(p)` on an object a CUDA-initializing call built."""

@@ -140,3 +140,39 @@ def test_dict_element_per_request_is_shared_but_thread_per_key_is_not(tmp_path):
     assert [(c, line) for c, line, _ in _lint(tmp_path, endpoint, select=("CUD101",))] == [("CUD101", 13)]
     per_key = base + "def go(m):\n    m.create_completion('p')\n\n\nfor n in ['a', 'b']:\n    threading.Thread(target=go, args=(models[n],)).start()\n"
     assert _lint(tmp_path, per_key, select=("CUD101",)) == []
+
+
+SELF_MODEL = '''\
+import multiprocessing as mp
+
+import torch
+
+
+class Worker:
+    def __init__(self):
+        self.net = torch.nn.Linear(4, 2).cuda()
+
+    def work(self, x):
+        return self.net(x)
+
+    def run(self):
+        mp.Process(target=self.work, args=(1,)).start()
+
+
+Worker().run()
+'''
+
+
+def test_a_gpu_object_kept_on_self_is_used_by_the_forked_child(tmp_path):
+    assert _lint(tmp_path, SELF_MODEL, select=("CUD005",)) == [
+        (
+            "CUD005",
+            14,
+            "mp.Process(target=self.work, args=(1,)).start() forks after CUDA was initialized by torch.nn.Linear(4, 2).cuda() "
+            "(line 8); the child's CUDA use (" + str(tmp_path / "app.py") + ":11) fails ('CUDA error: initialization error'); the "
+            "default start method on Linux for target-version py310 ('fork'; 'forkserver' from Python 3.14). Use the 'spawn' "
+            "start method, or initialize CUDA only in the children",
+        )
+    ]
+    cpu_attr = SELF_MODEL.replace("return self.net(x)", "return x * 2")
+    assert _lint(tmp_path, cpu_attr, select=("CUD005",)) == []
