@@ -176,3 +176,39 @@ def test_a_gpu_object_kept_on_self_is_used_by_the_forked_child(tmp_path):
     ]
     cpu_attr = SELF_MODEL.replace("return self.net(x)", "return x * 2")
     assert _lint(tmp_path, cpu_attr, select=("CUD005",)) == []
+
+
+VLLM = '''\
+import cupy
+from vllm import LLM
+
+
+def main():
+    cupy.cuda.runtime.getDeviceCount()
+    return LLM(model="m")
+'''
+
+
+def test_vllm_forks_after_an_initialization_torch_does_not_record(tmp_path):
+    assert _lint(tmp_path, VLLM, select=("CUD005",)) == [
+        (
+            "CUD005",
+            7,
+            'LLM(model="m") starts its worker processes with fork after CUDA was initialized by cupy.cuda.runtime.getDeviceCount() '
+            "(line 6); LLM() switches to spawn only when torch has created its CUDA context (torch.cuda.is_initialized()), which "
+            "this initialization does not, so the workers' CUDA fails ('CUDA error: initialization error'). Set "
+            "VLLM_WORKER_MULTIPROC_METHOD=spawn before LLM(...), or create it before anything else touches the GPU",
+        )
+    ]
+
+
+def test_vllm_spawns_after_a_torch_context_or_when_told_to(tmp_path):
+    torch_first = VLLM.replace("import cupy\n", "import cupy\nimport torch\n").replace(
+        "    cupy.cuda.runtime.getDeviceCount()\n", "    cupy.cuda.runtime.getDeviceCount()\n    torch.ones(1).cuda()\n"
+    )
+    assert _lint(tmp_path, torch_first, select=("CUD005",)) == []
+    told = VLLM.replace("import cupy\n", "import os\nimport cupy\n").replace(
+        "    return LLM", '    os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = "spawn"\n    return LLM'
+    )
+    assert _lint(tmp_path, told, select=("CUD005",)) == []
+    assert _lint(tmp_path, VLLM.replace("    cupy.cuda.runtime.getDeviceCount()\n", ""), select=("CUD005",)) == []
