@@ -7,6 +7,8 @@ CUDA_VISIBLE_DEVICES a child process is given.
   CUDA_VISIBLE_DEVICES: `dict(os.environ, CUDA_VISIBLE_DEVICES=v)`, `{**os.environ, "CUDA_VISIBLE_DEVICES": v}`,
   `env = os.environ.copy(); env["CUDA_VISIBLE_DEVICES"] = v` (also `env.update(...)`), `copy.copy(os.environ)`.
   The labels (cudalint.labels) say which numbering `v` is in.
+  Also a mapping built from scratch given to a process start as the child's environment (catalogue
+  `env_arg`): `Popen(cmd, env={"CUDA_VISIBLE_DEVICES": str(g)})`, or a name bound to such a mapping.
 
 Only this one variable is followed: it is the one whose read decides whether the enumeration may
 ignore it. Writes to this process's own environment stay "env_write" events (cudalint.summarize).
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING, Optional
 import ast
 
 from cudalint import labels
-from cudalint.callargs import args_of
+from cudalint.callargs import arg_expr, args_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from cudalint.summarize import _Scope, _Summarizer
@@ -58,8 +60,47 @@ def is_copy_name(expr: ast.AST, scope: "_Scope") -> bool:
 
 def on_bind(s: "_Summarizer", name: str, value: Optional[ast.AST], scope: "_Scope") -> None:
     scope.env_copies.discard(name)
+    scope.env_dicts.pop(name, None)
     if is_copy(s, value, scope):
         scope.env_copies.add(name)
+    elif value is not None:
+        # `env = {"CUDA_VISIBLE_DEVICES": str(g)}`: a child's environment only once a process start
+        # is given it (see `_env_arg`); its items keep the labels they have here
+        items = _new_mapping_items(s, value, scope)
+        if items:
+            scope.env_dicts[name] = [(node, val, labels.for_event(s, val, scope)) for node, val in items]  # type: ignore[arg-type]
+
+
+def _new_mapping_items(s: "_Summarizer", value: ast.AST, scope: "_Scope") -> list:
+    """(node, value) of CUDA_VISIBLE_DEVICES in a mapping built from scratch: a dict display or
+    `dict(CUDA_VISIBLE_DEVICES=...)` (copies of the environment are `is_copy`'s)."""
+    if type(value) is ast.Dict:
+        return [(k, v) for k, v in zip(value.keys, value.values) if k is not None and _key(s, k, scope) == CVD]  # type: ignore[attr-defined]
+    if type(value) is ast.Call and type(value.func) is ast.Name and value.func.id == "dict" and scope.lookup_def("dict") is None:  # type: ignore[attr-defined]
+        return [(arg.node, arg.value) for arg in args_of(value) if arg.keyword == CVD]  # type: ignore[arg-type]
+    return []
+
+
+def _env_arg(s: "_Summarizer", call: ast.Call, q: Optional[str], scope: "_Scope", out: list) -> None:
+    """A process start given a mapping built from scratch as the child's whole environment
+    (catalogue `env_arg`, e.g. `subprocess.Popen(cmd, env={"CUDA_VISIBLE_DEVICES": str(g)})`)."""
+    if not q or q.startswith(":"):
+        return
+    slots = next((api.get("env_arg") for api in s.cat.calls_named(q) if api.get("env_arg")), None)
+    expr = arg_expr(call, slots) if slots else None
+    if expr is None or is_copy(s, expr, scope):
+        return  # (a copy of os.environ reports its items where it is built)
+    if type(expr) is ast.Name:
+        for sc in scope.chain():
+            if expr.id in sc.env_dicts:  # type: ignore[attr-defined]
+                for node, val, found in sc.env_dicts[expr.id]:  # type: ignore[attr-defined]
+                    out.append(s.event("child_env", node, (CVD, s.text(val), found)))
+                return
+            if expr.id in sc.bound:  # type: ignore[attr-defined]
+                return
+        return
+    for node, val in _new_mapping_items(s, expr, scope):
+        _child(s, node, val, scope, out)
 
 
 def _child(s: "_Summarizer", node: ast.AST, value: ast.AST, scope: "_Scope", out: list) -> None:
@@ -86,6 +127,7 @@ def on_call(s: "_Summarizer", call: ast.Call, q: Optional[str], scope: "_Scope",
     if q == "os.getenv" and args and _key(s, args[0].value, scope) == CVD:
         _read(s, call, out)
         return
+    _env_arg(s, call, q, scope, out)
     if is_copy(s, call, scope):
         for arg in args[1:]:
             if arg.keyword == CVD:

@@ -35,6 +35,7 @@ import builtins
 
 import ast
 
+from cudalint import child_args
 from cudalint.callargs import arg_expr, args_of, first_arg, slotted
 from cudalint.ir import Label
 from cudalint.positions import Span
@@ -398,6 +399,8 @@ def api_effects(s: "_Summarizer", api: "Api", call: ast.Call, scope: "_Scope", o
         spec = _method_spec(s, api, call, scope)
         works = _work_symbols(s, call, api.get("child_work", ""), scope)
         out.append(s.event("process", call, (api.name, spec, works, "fork" if api.get("forks") else "pool")))
+    if how and how != "exec":
+        child_args.emit(s, api, call, _work_symbols(s, call, api.get("child_work", ""), scope), scope, out)
 
 
 _ADDERS = frozenset({"append", "extend", "insert", "add", "appendleft", "extendleft"})
@@ -432,6 +435,7 @@ def method_call(s: "_Summarizer", call: ast.Call, q: Optional[str], scope: "_Sco
             continue
         work_api = next(iter(s.cat.calls_named(f"{lb.rtype}.{method}")), None) if lb.rtype else None
         works = _work_symbols(s, call, work_api.get("child_work", "") if work_api else "", scope)
+        child_args.emit(s, work_api, call, works, scope, out)
         if method in lb.starts_on:
             out.append(s.event("process", call, (lb.api, lb.detail, lb.works + works, "start")))
         elif not lb.starts_on and works:

@@ -69,10 +69,12 @@ _LABEL_KINDS = {
 }
 # (`unless_env`/`when_env` qualify an entry's `init`, which brings its own kind; `gpu_presence` marks
 # the APIs CUD008 names, found through the monkeypatch kind: as "*" they made 25 of timm's files judged)
-_NO_KIND = frozenset({"returns", "exits", "ordinal_map", "index_container", "output_file", "unless_env", "when_env", "gpu_presence"})
+# (`child_args`/`env_arg` say what a child's work / environment is given, `child_uses_cuda` and the
+# `spawn_seen_init`/`spawn_when_env` lists qualify a library's own fork; they ride on entries whose `child_work`/`starts_process` bring their kind)
+_NO_KIND = frozenset({"returns", "exits", "ordinal_map", "index_container", "output_file", "unless_env", "when_env", "gpu_presence", "child_args", "env_arg", "child_uses_cuda", "spawn_seen_init", "spawn_when_env"})
 # CUD101/CUD102 look at threads only around a llama.cpp context: without one in the project, thread
 # starts, locks and web endpoints produce nothing
-_LLAMA = frozenset({"llama_context", "touches_context", "streams", "gpu_offload"})
+_LLAMA = frozenset({"llama_context", "touches_context", "streams", "gpu_offload", "concurrent_use", "concurrent_limit", "concurrent_inputs"})
 _THREAD = frozenset({"workers", "executor", "starts_thread", "thread_target", "thread_many", "thread_waits", "lock", "lock_count", "endpoint", "concurrency", "singleton"})
 # the write forms of the environment mapping the summarizer knows (cudalint.summarize: assign_target,
 # env_call, `|=`, del, aliases); `from os import environ as e` makes every `e[...] = ` one

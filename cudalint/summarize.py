@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Mapping, Optional, Sequence, Union
 
-from cudalint import child_env, labels
+from cudalint import child_env, container_refs, cuda_attrs, labels
 from cudalint.callargs import arg_expr, args_of, first_arg, positional
 from cudalint.catalogue import Api, Catalogue, env_fact
 from cudalint.ir import Block, Branch, ClassInfo, Event, Function, Loop, MainGuard, ModuleIR, Node, Try
@@ -103,6 +103,7 @@ class _Scope:
     globals_: set[str] = field(default_factory=set)  # `global` declarations
     streams: dict[str, str] = field(default_factory=dict)  # local -> ref of the Llama it streams from
     env_copies: set[str] = field(default_factory=set)  # names bound to a copy of the environment (cudalint.child_env)
+    env_dicts: dict = field(default_factory=dict)  # names bound to a new mapping that sets CUDA_VISIBLE_DEVICES (cudalint.child_env)
     argv: dict[str, str] = field(default_factory=dict)  # names bound to a command line (a list of strings), its words joined
     serial_pools: set[str] = field(default_factory=set)  # names bound to a one-worker thread pool (cudalint.thread_events)
     cuda_objs: dict[str, tuple] = field(default_factory=dict)  # names bound to what a CUDA-initializing call built: (line, text, library)
@@ -166,6 +167,7 @@ class _Summarizer(ThreadEvents):
         self.functions: dict[str, Function] = {}
         self.classes: dict[str, ClassInfo] = {}
         self.attr_types: dict[tuple[str, str], str] = {}  # (class, attribute) -> type
+        self.cuda_attrs: dict[tuple[str, str], tuple] = {}  # (class, attribute) -> what a CUDA-initializing call built (cudalint.cuda_attrs)
         self.env_mappings = {a.name for a in catalogue.apis if a.get("env_mapping")}
         self.lib_roots = {r for lib in catalogue.libraries for r in lib.import_roots}
         self.view = labels.view(catalogue)
@@ -377,7 +379,7 @@ class _Summarizer(ThreadEvents):
                 self.monkeypatch_event(f"{owner}.{attr}", call, out)
         labels.method_call(self, call, q, scope, out)
         child_env.on_call(self, call, q, scope, out)
-        if scope.qualname and self._cuda_names(scope):
+        if scope.qualname and not cuda_attrs.use(self, call, scope, out) and self._cuda_names(scope):
             self.cuda_object_use(call, scope, out)
         self.call_effects(call, q, scope, out)
         self.llama_call_events(call, scope, out)
@@ -591,6 +593,7 @@ class _Summarizer(ThreadEvents):
         self.stream_iteration(stmt.iter, scope, out)
         self.bind(stmt.target, None, scope)
         labels.on_for(self, stmt.target, stmt.iter, scope)
+        container_refs.for_bind(self, stmt.target, stmt.iter, scope, out)
         out.append(Loop(body=self.block(stmt.body, scope), orelse=self.block(stmt.orelse, scope), loc=self.lines.loc(stmt)))
 
     def while_(self, stmt: ast.While, scope: _Scope, out: list[Node]) -> None:
@@ -671,6 +674,8 @@ class _Summarizer(ThreadEvents):
         for target in stmt.targets:
             if type(target) is ast.Name:
                 scope.cuda_objs[target.id] = (loc[0], self.text(stmt.value), made.data[1])
+            else:
+                cuda_attrs.note(self, target, (loc[0], self.text(stmt.value), made.data[1]), scope)
 
     def cuda_object_use(self, call: ast.Call, scope: _Scope, out: list[Node]) -> None:
         """`model.encode(x)` / `llm(p)` on an object a CUDA-initializing call built."""
@@ -779,6 +784,8 @@ class _Summarizer(ThreadEvents):
                 out.append(self.env_event(stmt, self.subscript_key(target, scope), self.text(value), value))  # type: ignore[arg-type]
             elif not child_env.on_store(self, target, value, stmt, scope, out):  # type: ignore[arg-type]
                 labels.on_store(self, target, value, scope)  # type: ignore[arg-type]
+                if bind and type(value) is ast.Call:
+                    self.bind_event(target, self.origin(value, scope), stmt, scope, out)  # `self.models[k] = Llama()`
             return
         if kind is ast.Attribute:
             self.expr(target.value, scope, out)  # type: ignore[attr-defined]

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Optional
 
 import ast
 
+from cudalint import concurrent_calls, container_refs
 from cudalint.callargs import arg_expr, first_arg, positional, slotted
 
 from cudalint.catalogue import Api
@@ -46,6 +47,7 @@ class ThreadEvents:
         self._yields: list[bool] = []
         self.makes_llama = False  # cudalint.ir.ModuleIR.makes_llama
         self.serial_attrs: set[tuple[str, str]] = set()  # (class, attribute) holding a one-worker pool
+        self.concurrent_specs = concurrent_calls.specs(self.cat)
 
     # ---------- where an object lives ----------------------------------------------------------
     def ref(self, expr: ast.AST, scope: "_Scope") -> Optional[str]:
@@ -83,6 +85,8 @@ class ThreadEvents:
             q = self.qualify(expr.func, scope)  # type: ignore[attr-defined]
             if q and (q.startswith(":") or self.maybe_project(q)):
                 return "c:" + q
+        if kind is ast.Subscript and type(expr.ctx) is ast.Load:  # type: ignore[attr-defined]
+            return container_refs.element_of(self.ref(expr.value, scope))  # type: ignore[attr-defined]
         return None
 
     def _bound(self, name: str, scope: "_Scope") -> bool:
@@ -119,7 +123,8 @@ class ThreadEvents:
         if kind is ast.Name or kind is ast.Attribute:
             r = self.ref(value, scope)
             return "ref:" + r if r else None
-        return None
+        one = container_refs.repeated(self, value, scope)
+        return "ref:" + one if one else None
 
     def _lock_serializes(self, api: Api, call: ast.Call, scope: "_Scope") -> int:
         slots = api.get("lock_count")
@@ -176,6 +181,8 @@ class ThreadEvents:
         use = self.llama_receiver(call, scope)
         if use is not None:
             out.append(self.event("llama_use", call, (use[0], use[1], self._stream_flag(call, use[0]))))
+            if concurrent_calls.concurrent(call, use[0], self.concurrent_specs):
+                out.append(self.event("concurrent_use", call, (use[0], use[1])))
 
     def mark_stream(self, out: list[Node], node: ast.AST, flag: str) -> None:
         loc = self.lines.loc(node)
@@ -213,6 +220,8 @@ class ThreadEvents:
 
     # ---------- assignments, returns, locks ---------------------------------------------------------
     def bind_event(self, target: ast.expr, origin: Optional[str], stmt: Located, scope: "_Scope", out: list[Node]) -> None:
+        if type(target) is ast.Subscript:
+            target = target.value  # type: ignore[attr-defined]  # `models[k] = Llama()`: the container holds it
         if origin is None or type(target) not in (ast.Name, ast.Attribute):
             return
         r = self.ref(target, scope)
@@ -305,7 +314,7 @@ class ThreadEvents:
         if serial:
             many, conc_val = "", f"serial:{serial}"  # one worker: the work runs one at a time
         waits = "1" if api.get("thread_waits") else ""
-        args = tuple(self.ref(a, scope) or "" for a in self._thread_args(call, expr))
+        args = tuple(self.ref(a, scope) or container_refs.repeated(self, a, scope) or "" for a in self._thread_args(call, expr))
         out.append(self.event("thread_start", call, (api.name, target, recv, obj, many, waits, args, conc_val)))
 
     def _thread_args(self, call: ast.Call, target: ast.expr) -> list:

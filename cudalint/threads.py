@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Optional
 
+from cudalint import concurrent_calls
 from cudalint.catalogue import Catalogue
 from cudalint.findings import Step
 from cudalint.ir import Block, Branch, Event, Function, Loop, MainGuard, ModuleIR, Try
@@ -215,6 +216,9 @@ class ThreadAnalysis:
             return ("g", target[0].path, target[1])
         if kind == "c":
             return ("c", mod.path, rest)
+        if kind == "e":
+            inner = self.canon(rest, mod, fn)  # an element of a container (cudalint.container_refs)
+            return inner + ("elem",) if inner is not None and inner[0] != "c" else None
         return None
 
     def binds_of(self, key: Key) -> list:
@@ -253,6 +257,9 @@ class ThreadAnalysis:
         return result
 
     def _obj(self, key: Key, depth: int) -> Optional[Obj]:
+        if key[-1] == "elem":
+            whole = self.obj(key[:-1], depth + 1)
+            return replace(whole, identity=key) if whole is not None and whole.identity[0] != "fresh" else None
         if key[0] == "c":
             mod = self.project.by_path.get(key[1])
             return self.call_result(key[2], mod, store=None, depth=depth) if mod else None
@@ -275,6 +282,15 @@ class ThreadAnalysis:
             return self.obj(self.canon(rest, mod, fn), depth + 1)
         if kind == "c":
             return self.call_result(rest, mod, store, depth)
+        if kind == "each":
+            # iterating a container: its elements are one known object only when it repeats one
+            key = self.canon(rest, mod, fn)
+            for inner, bmod, bfn, bline, _ in self.binds_of(key) if key else ():
+                if inner.startswith("ref:"):
+                    found = self.from_origin(inner, bmod, bfn, bline, None, depth + 1)
+                    if found is not None:
+                        return found
+            return None
         return None
 
     def call_result(self, symbol: str, mod: ModuleIR, store: Optional[Key], depth: int) -> Optional[Obj]:
@@ -401,6 +417,12 @@ class ThreadAnalysis:
         for key, ctxs in self.contexts.items():
             for ctx in ctxs.values():
                 self._collect(key, ctx, model)
+        # a call concurrent by itself needs no caller: judge it in functions no root reaches too
+        for key, sites in self.sites.items():
+            if not self.contexts.get(key):
+                for site in sites:
+                    if site.event.kind == "concurrent_use":
+                        self._concurrent_use(site.event, self.fns[key][0], key, MAIN, model)
         for obj_ref, mod, qual, ev, ctx in self._direct.values():
             method, _, ref = obj_ref.partition("|")
             obj = self.obj(self.canon(ref, mod, qual))
@@ -557,6 +579,9 @@ class ThreadAnalysis:
                     continue  # a thread start consumes it (see _direct)
             elif ev.kind == "llama_iter":
                 method, ref, flag = "__iter__", ev.data[0], "iter"
+            elif ev.kind == "concurrent_use":
+                self._concurrent_use(ev, mod, key, ctx, model)
+                continue
             elif ev.kind == "call":
                 method, ref, flag = "__call__", "m:" + ev.data[0], ""
                 if ev.data[0].startswith(":"):
@@ -578,6 +603,17 @@ class ThreadAnalysis:
                     locks = frozenset()  # consumed after this call returns, outside these locks
             model.uses.append(Use(obj, ctx, locks, key, ev, method, mod.path))
 
+    def _concurrent_use(self, ev: Event, mod: ModuleIR, key: FnKey, ctx: Context, model: ThreadModel) -> None:
+        """A call that runs the receiver's context on several threads by itself (`llm.batch(...)`)."""
+        method, ref = ev.data
+        obj = self.obj(self.canon(ref, mod, key[1]))
+        if obj is None or obj.identity[0] == "fresh":
+            return
+        if not any(a.get("concurrent_use") for a in self.cat.calls_named(f"{obj.cls}.{method}")):
+            return
+        inner = concurrent_calls.context_of(ctx, ev, method, key)
+        model.uses.append(Use(obj, inner, inner.locks, key, ev, method, mod.path))
+
     def _streams(self, cls: str, method: str) -> str:
         for api in self.cat.calls_named(f"{cls}.{method}"):
             if api.get("streams"):
@@ -588,6 +624,11 @@ class ThreadAnalysis:
 def concurrent(a: Use, b: Use) -> bool:
     """Can these two uses of one object run at the same time?"""
     ident = a.obj.identity
+    if ident[-1] == "elem":
+        if a.ctx.id == b.ctx.id and a.ctx.spawn_many:
+            return False  # threads started in a loop may each take their own element of the container
+        if ident[0] == "l" and not (a.ctx.parent == b.ctx.parent == (ident[1], ident[2])):
+            return False  # a function's local container reaches only the threads that function starts
     if ident[0] == "a":
         owner = (ident[1], ident[2])
         if a.ctx.own_instance == owner or b.ctx.own_instance == owner:

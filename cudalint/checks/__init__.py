@@ -9,13 +9,13 @@ from __future__ import annotations
 from typing import Callable
 
 from cudalint.catalogue import Catalogue
-from cudalint.checks import device_values, env, fork, gpu_enumeration, gpu_index, monkeypatch
+from cudalint.checks import device_values, env, fork, gpu_enumeration, gpu_index, library_fork, monkeypatch
 from cudalint.flow import Check, Derive
 
 
 def build_checks(catalogue: Catalogue, enabled: Callable[[str], bool], target_version: str = "py310") -> dict[str, list[Check]]:
     checks: dict[str, list[Check]] = {}
-    for module in (env, device_values, monkeypatch):
+    for module in (env, device_values, monkeypatch, library_fork):
         for kind, check in module.checks(catalogue, enabled):
             checks.setdefault(kind, []).append(check)
     for kind, check in gpu_index.checks(enabled) + gpu_enumeration.checks(enabled):

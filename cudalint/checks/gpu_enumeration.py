@@ -25,6 +25,7 @@ from cudalint.checks.fork import _judged_without_callers
 from cudalint.checks.gpu_index import _dedup, resolve
 from cudalint.findings import Finding, Step
 from cudalint.flow import Analyzer, Exposed, Fact
+from cudalint.ir import iter_events
 
 CVD = "CUDA_VISIBLE_DEVICES"
 READ = "env_read:CUDA_VISIBLE_DEVICES"
@@ -38,6 +39,25 @@ def derivations() -> dict[str, list]:
         return [(READ, Fact((step,), (ev.text, path, ev.loc[0])))]
 
     return {"env_read": [env_read]}
+
+
+def child_start(index, step: Step) -> bool:
+    """The step is a process start handing the value to the child's work (cudalint.child_args)."""
+    mod = index.module(step.path)
+    return mod is not None and any(
+        ev.loc[0] == step.line and len(ev.data) > 2 and ev.data[2] == "child" for ev in index.events(mod, "call_args")
+    )
+
+
+def parent_reads(index, step: Step) -> bool:
+    """The function that starts the child reads CUDA_VISIBLE_DEVICES (anywhere in its body: the
+    child's own walk cannot see the parent's path; a read in the parent's callers is not seen)."""
+    mod = index.module(step.path)
+    owner = index.owner(step.path, step.line) if mod is not None else None
+    if owner is None:
+        return False
+    body = mod.top if owner == "" else mod.functions[owner].body
+    return any(ev.kind == "env_read" and ev.data[0] == CVD for ev in iter_events(body))
 
 
 def checks(enabled: Callable[[str], bool]) -> list[tuple[str, Callable]]:
@@ -55,8 +75,13 @@ def checks(enabled: Callable[[str], bool]) -> list[tuple[str, Callable]]:
             return None
         wanted = ("nvml", "cuda") if child else ("nvml",)
         for kind, steps in resolve(index, mod, found):
-            if kind not in wanted:
+            # a child's work writing its own variable from what its parent chose (`Process(target=work,
+            # args=(gpu,))`): the parent's layout, judged like an environment built for a child
+            in_child = not child and any(child_start(index, st) for st in steps)
+            if kind not in wanted and not (in_child and kind == "cuda"):
                 continue
+            if in_child and any(parent_reads(index, st) for st in steps if child_start(index, st)):
+                continue  # the parent looked at its own restriction where it chose the layout
             if _judged_without_callers(index, exposed):
                 return None  # the callers judge it, with what they read before the call
             origin = steps[0].note.split(" gives ")[0].split(" is a ")[0]
@@ -68,11 +93,11 @@ def checks(enabled: Callable[[str], bool]) -> list[tuple[str, Callable]]:
                     f"CUDA ordinals ({origin}, {where}), which count only the visible GPUs, while the child "
                     "reads the number as a physical index"
                 )
-            whose = "a child process's" if child else "this process's"
+            whose = "a child process's" if child else ("the child process's own" if in_child else "this process's")
             message = (
                 f"{whose} CUDA_VISIBLE_DEVICES is built from {what}, and nothing on this path reads this process's own "
                 "CUDA_VISIBLE_DEVICES; when the process was restricted (a scheduler, a container, a user) "
-                f"{'the children' if child else 'it'} escape the restriction or the layout fails. Read CUDA_VISIBLE_DEVICES "
+                f"{'the children escape' if child or in_child else 'it escapes'} the restriction or the layout fails. Read CUDA_VISIBLE_DEVICES "
                 "first and enumerate only when it is unset, or map through GPU UUIDs"
             )
             note = "handed to a child as its CUDA_VISIBLE_DEVICES" if child else "written to CUDA_VISIBLE_DEVICES"

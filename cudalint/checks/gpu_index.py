@@ -81,7 +81,8 @@ def _from_callers(index: ProjectIndex, mod: ModuleIR, lb: Label, depth: int) -> 
         for given_slot, given in ev.data[1]:
             if given_slot != name and given_slot != slot:
                 continue
-            passed = Step(caller.path, ev.loc[0], f"{ev.text} passes it as `{name}`")
+            how = "starts a child process with it as" if len(ev.data) > 2 and ev.data[2] == "child" else "passes it as"
+            passed = Step(caller.path, ev.loc[0], f"{ev.text} {how} `{name}`")
             for kind, steps in resolve(index, caller, given, depth + 1):
                 out.append((kind, steps + (passed,)))
     return out
