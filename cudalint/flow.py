@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Callable, Iterable, Optional
+from typing import TYPE_CHECKING, Callable, Iterable, Optional, Union
 
 from cudalint.findings import Finding, Step
 from cudalint.ir import Block, Branch, Event, Loop, MainGuard, ModuleIR, Try
@@ -106,16 +106,6 @@ def gen(state: State, keys: Iterable[str], fact: Fact) -> State:
     return state if new is None else new
 
 
-def _facts_only(first: State, second: State) -> State:
-    """join([first, second]) without the imported set: an exposed event's saved state is only
-    asked for facts, and merging the sets there would cost their size at every call."""
-    out = {k: v for k, v in first.items() if k != IMPORTED}
-    for k, v in second.items():
-        if k != IMPORTED:
-            out.setdefault(k, v)
-    return out
-
-
 def add_imported(state: State, paths: frozenset) -> State:
     have = imported(state)
     both = _union(have, paths)
@@ -132,14 +122,41 @@ def add_imported(state: State, paths: frozenset) -> State:
 Link = Optional[tuple[Step, "Link"]]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """The facts an event inside a callee saw, as `join([here, inner])` would hold them, without
+    copying either: `here` is the caller's state at the call, `inner` what the callee saw (a state,
+    or another Seen one call deeper); the callee's facts count where they hold from the call
+    (cudalint.flow.holds). A copy per exposed event and caller was 48 million entries on vllm."""
+
+    here: State
+    inner: "Union[State, Seen]"
+
+    def get(self, key: str) -> Optional[Fact]:
+        if key == IMPORTED:
+            return None
+        levels = []
+        node: Union[State, Seen] = self
+        while type(node) is Seen:
+            levels.append(node.here)  # type: ignore[union-attr]
+            node = node.inner  # type: ignore[union-attr]
+        fact = node.get(key)  # type: ignore[union-attr]
+        for here in reversed(levels):  # from the innermost call outwards
+            fact = holds(fact, here)
+            mine = here.get(key)
+            if mine is not None and not (fact is not None and mine.unless and not fact.unless):
+                fact = mine
+        return fact
+
+
+@dataclass(frozen=True, slots=True)
 class Exposed:
     """An event inside a function, with the steps that lead to it from the function's entry."""
 
     event: Event
     path: str
     link: Link  # call steps from the function's entry to the event, outermost first
-    local: State  # facts the function itself established before the event
+    local: "Union[State, Seen]"  # facts the function itself established before the event
 
     @property
     def chain(self) -> tuple[Step, ...]:
@@ -444,9 +461,8 @@ class Analyzer:
                         extra.setdefault(key, fact)
             if len(w.exposed) < 200:
                 # the callee's facts that hold from this call (cudalint.flow.holds), joined with the caller's
-                local = {k: v for k, v in inner.local.items() if k != IMPORTED and holds(v, here) is not None}
-                merged = join([_facts_only(here, {}), local]) or {}
-                w.exposed.append(Exposed(inner.event, inner.path, link, merged))
+                # the callee's facts that hold from this call, under the caller's (cudalint.flow.Seen)
+                w.exposed.append(Exposed(inner.event, inner.path, link, Seen(here, inner.local)))
         if summary.out is None:
             return None
         added = {
