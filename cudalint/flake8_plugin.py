@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
@@ -107,25 +108,36 @@ _PROJECTS: dict[tuple, _Project] = {}
 def _project_for(filename: str) -> _Project:
     from cudalint.cache import CACHE_DIR_NAME, Cache
     from cudalint.catalogue import load_catalogue
-    from cudalint.named import project_of
-    from cudalint.settings import find_pyproject, resolve
+    from cudalint.settings import resolve
 
     absolute = os.path.isabs(filename)
     here = Path(os.path.abspath(filename)) if filename not in _STDIN else Path.cwd() / "stdin.py"
-    config_file = find_pyproject(here)
-    root = project_of(here)  # with no pyproject.toml, setup.cfg or .git: the top-level package's folder
+    # (asked once per folder: flake8 hands over every file of a project, each walking up to the root)
+    config_file, root = _roots(here.parent)
     key = (root, config_file, absolute)
     if key in _PROJECTS:
         return _PROJECTS[key]
     config, _ = resolve([str(here)], str(config_file) if config_file else None)
-    catalogue = load_catalogue(config.extend_catalogue)
     cache_dir = os.environ.get("CUDALINT_CACHE_DIR")
-    cache = Cache.open(Path(cache_dir) if cache_dir else root / CACHE_DIR_NAME, catalogue)
+    directory = Path(cache_dir) if cache_dir else root / CACHE_DIR_NAME
+    # the catalogue's parsed TOML from the cache, as the CLI reads it (tomllib is pure Python: a
+    # tenth of a second in every flake8 worker)
+    catalogue = load_catalogue(config.extend_catalogue, cache_dir=directory if directory.is_dir() and not directory.is_symlink() else None)
+    cache = Cache.open(directory, catalogue)
     words = sorted(catalogue.trigger_words(), key=len, reverse=True)
     trigger = re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + r")\b")
     project = _Project(root=root, config=config, catalogue=catalogue, cache=cache, trigger=trigger, absolute=absolute)
     _PROJECTS[key] = project
     return project
+
+
+@lru_cache(maxsize=256)
+def _roots(folder: Path) -> tuple[Optional[Path], Path]:
+    from cudalint.named import project_of
+    from cudalint.settings import find_pyproject
+
+    probe = folder / "__cudalint_probe__.py"  # (both look at the folders above a file)
+    return find_pyproject(probe), project_of(probe)
 
 
 def findings_for(filename: str, text: str) -> list[Finding]:

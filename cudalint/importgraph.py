@@ -76,6 +76,7 @@ class ImportGraph:
     digests: dict[str, str]
     edges: dict[str, set[str]] = field(default_factory=dict)
     order: dict[str, int] = field(default_factory=dict)
+    _components: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def build(cls, files: Sequence[str], read: Callable[[str], Optional[bytes]]) -> "ImportGraph":
@@ -113,10 +114,14 @@ class ImportGraph:
         return graph
 
     def component(self, path: str) -> list[str]:
-        """The files connected to `path` by imports in either direction, in discovery order."""
+        """The files connected to `path` by imports in either direction, in discovery order (each
+        component found once: flake8 asks for every file of a project, one at a time)."""
         path = os.path.normpath(path)
         if path not in self.edges:
             return [path]
+        known = self._components.get(path)
+        if known is not None:
+            return list(known)
         seen = {path}
         todo = [path]
         while todo:
@@ -124,4 +129,7 @@ class ImportGraph:
                 if nxt not in seen:
                     seen.add(nxt)
                     todo.append(nxt)
-        return sorted(seen, key=lambda p: self.order.get(p, -1))
+        members = tuple(sorted(seen, key=lambda p: self.order.get(p, -1)))
+        for member in members:
+            self._components[member] = members
+        return list(members)
