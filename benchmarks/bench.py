@@ -258,7 +258,8 @@ def main() -> None:
     ap.add_argument("--limit", type=int, help="only the first N files (by path) of each corpus")
     ap.add_argument("--runs", type=int, default=3, help="runs per timed row; the median is shown [default: 3]")
     ap.add_argument("--parse-runs", type=int, help="runs of the libcst row (slow on the big corpora) [default: --runs]")
-    ap.add_argument("--no-peers", action="store_true", help="skip flake8 and TorchFix")
+    ap.add_argument("--no-peers", action="store_true", help="skip the flake8 rows")
+    ap.add_argument("--torchfix", action="store_true", help="also time TorchFix once on the first corpus (installs it into benchmarks/.venv-torchfix)")
     ap.add_argument("--no-scale", action="store_true", help="skip the generated projects (50,000-line module, 10,000-file tree, 2,000 modules in import cycles)")
     ap.add_argument("--profile", action="store_true", help="print a cProfile of a serial cold run of the first corpus")
     ap.add_argument("--serial", action="store_true", help="also time a serial run (-j 1)")
@@ -307,7 +308,7 @@ def main() -> None:
     if not opts.no_peers:
         chosen = [s for s in sources if s.name in FLAKE8_CORPORA] or sources[:1]
         flake8_rows = [bench_flake8(src, runs, row) for src in chosen]
-        tf = peer_bin("torchfix")
+        tf = peer_bin("torchfix") if opts.torchfix else None
         if tf is not None:
             first = copy_corpus(sources[0], opts.limit)
             w, m, _, _ = run([str(tf / "torchfix"), first.name], cwd=first.parent)
