@@ -130,8 +130,102 @@ SPLITS: list[Split] = [
     # hashes cudalint's own files from its __file__, so it stays at the top of the package
     Split("cudalint.cache", "cudalint.fingerprint", ("code_fingerprint",),
           "A hash of cudalint's own source, which every cache key includes."),
+    # api <-> runner: the runner summarizes a file the way the library does; that way lives below both
+    Split("cudalint.api", "cudalint.summary.from_bytes", ("_summarize_bytes", "summarize_tree"),
+          "One file's bytes into its summary: decode, parse, summarize (once more with a deep stack when\n"
+          "the code is nested deeply); whatever fails is a CUD900 finding."),
+    # prefilter (1,700 lines) along its seams; what stays is the selection (select, _Calls, closures)
+    Split("cudalint.prefilter", "cudalint.scan.text", (
+        "_WORD", "_DUNDER", "_ESCAPE", "_JOINER", "_called", "_CALLED", "_CALL_CHAIN", "_INT_ASSIGNED",
+        "_assigned_int", "_qualified_calls", "_keyword", "_Strings", "_LEADING", "_SETATTR", "_chunks",
+        "_name_words", "_word_of"),
+          "What the bytes of a file say without parsing them: words, string literals (and what escapes or\n"
+          "adjacent literals could spell), qualified calls, keyword arguments."),
+    Split("cudalint.prefilter", "cudalint.scan.triggers", (
+        "_STOP_WORDS", "_LABEL_KINDS", "_NO_KIND", "_LLAMA", "_THREAD", "_ENV_WRITE", "_Clause", "_Triggers",
+        "_TRIGGERS", "_triggers"),
+          "Which event kinds a file's text could produce: the catalogue's entries as words to look for, with\n"
+          "the clauses (write forms, sinks, sources) that make an entry count."),
+    Split("cudalint.prefilter", "cudalint.scan.imports", (
+        "_FROM", "_IMPORT", "_CHAIN_TAIL", "_NAME_OR_DOT", "_ALIAS", "_imports", "_statement_start", "_relative"),
+          "A file's import statements, found in its bytes without parsing it."),
+    Split("cudalint.prefilter", "cudalint.scan.nodes", (
+        "_ast", "_DEPRECATED", "_FIELDS", "_nodes", "_names", "_top_names", "_COMPOUND_FIELDS", "_dotted"),
+          "CPython's `ast` for the few files the scan must parse: the tree, its nodes, the names a module's\n"
+          "top level binds."),
+    Split("cudalint.prefilter", "cudalint.scan.stops", (
+        "_or", "_and", "_calls_in", "_has_break", "_block_stops", "_stmt_stops", "_any", "_all", "_INITS",
+        "_NONE", "_Stops"),
+          "Which functions may never return (raise, loop forever, exit): stop formulas over a module's\n"
+          "functions, evaluated once for the module (a caller's path ends there)."),
+    Split("cudalint.prefilter", "cudalint.scan.layout", ("_ENV_ALIAS", "_Layout"),
+          "A parsed module's layout as the selection needs it: what its top level runs, which functions\n"
+          "may stop, which names it binds and imports."),
+    Split("cudalint.prefilter", "cudalint.scan.scanner", (
+        "SCAN_FIELDS", "_EMPTY", "Scan", "_lines", "scan", "_first_look", "file_kinds", "scan_tree"),
+          "The scan of one file: its event kinds, imports and layout, from its bytes (and its tree only when\n"
+          "the bytes cannot tell)."),
+    # summarize: the small readers of syntax go below the summarizer and its helpers (labels, child_env
+    # and thread_events imported them from summarize, which imports them: the cycle)
+    Split("cudalint.summarize", "cudalint.summary.syntax", (
+        "_STDLIB", "_BUILTINS", "_UNKNOWN", "_LITERALS", "_COMPREHENSIONS", "_LEAVES", "literal", "dotted",
+        "_fnmatch", "_Scope", "_Consts", "_SKIP", "_FIELDS", "_children", "_targets", "_is_main_guard",
+        "_env_conditions"),
+          "The summarizer's small readers of syntax: a literal's value, a dotted name, the scopes names\n"
+          "resolve in, a node's children."),
+    # fix (930 lines): the files it edits, what a module's top level holds, the plan, and the edit
+    Split("cudalint.fix", "cudalint.fixes.files", ("Loaded", "load", "_inside", "refusal", "write_atomic"),
+          "The files `--fix` reads and writes: refused when outside the project or not what was analysed;\n"
+          "written atomically."),
+    Split("cudalint.fix", "cudalint.fixes.module_shape", (
+        "_STDLIB", "_UNKNOWN_VALUE", "literal", "_module_bindings", "_import_modules", "_is_stdlib_import",
+        "_is_future_import", "_is_docstring", "_binds", "_constant_stmt", "_Module", "_is_import_of"),
+          "What a module's top level binds, imports and computes, read with libcst: where a moved\n"
+          "statement may go."),
+    Split("cudalint.fix", "cudalint.fixes.plan", (
+        "ENV_VARS", "ADD_DEVICE_ORDER_CODE", "Fix", "FilePlan", "EnvWrite", "_names_in", "env_write", "_events",
+        "env_writes", "HINT_MOVE", "HINT_ORDER", "_top_level_index", "plan_file", "_plan_move", "_guard_calls",
+        "_plan_guard", "_find_statement", "_plan_device_order"),
+          "Which edits a file gets: move an environment write above the first CUDA import, guard a call,\n"
+          "add CUDA_DEVICE_ORDER; or a hint when no edit is certain."),
+    # threads (610 lines): the model's data, and how a name resolves to a shared object or a lock
+    Split("cudalint.threads", "cudalint.analysis.thread_model", (
+        "FnKey", "Key", "Site", "Context", "MAIN", "Obj", "Use", "Creation", "ThreadModel", "flatten"),
+          "The thread model's data: where code runs (contexts), which objects it shares, what it does\n"
+          "with them."),
+    Split("cudalint.threads", "cudalint.analysis.thread_objects", ("_LOCKISH",),
+          "How the thread analysis resolves a name to a shared object, a singleton or a lock\n"
+          "(mixed into `ThreadAnalysis`)."),
+    # the tracer: the parent and the child share a configuration variable and a boot line
+    Split("cudalint.trace", "cudalint.trace.handoff", ("CONFIG_VAR", "BOOT"),
+          "How the tracer hands its configuration to the traced process: an environment variable and the\n"
+          "`-c` line that imports the bootstrap."),
+    Split("cudalint.trace", "cudalint.trace.launch", ("run",),
+          "`run`: trace one program (a script or `-m module`) and report; the library's entry point."),
+    Split("cudalint.trace.children", "cudalint.trace.child_start", ("start_child",),
+          "The start of a traced grandchild (from boot/sitecustomize.py): install the bootstrap there."),
 ]
-CLASS_SPLITS: list[ClassSplit] = []
+
+CLASS_SPLITS: list[ClassSplit] = [
+    ClassSplit("cudalint.summarize", "_Summarizer", "_CallEvents", "cudalint.summary.call_events", (
+        "call", "call_effects", "monkeypatch_event", "receiver_is_value", "maybe_project", "api_effects",
+        "sets_env_events", "arg_literal", "arg_text", "env_event", "env_reads", "dict_env_events", "is_env",
+        "key_of", "env_call", "import_effects", "_cuda_names", "note_cuda_object", "cuda_object_use"),
+        "The summarizer's events of a call: catalogue effects, environment reads and writes,\n"
+        "monkeypatches, CUDA objects (mixed into `_Summarizer`)."),
+    ClassSplit("cudalint.summarize", "_Summarizer", "_Statements", "cudalint.summary.statements", (
+        "block", "if_", "static_truth", "for_", "while_", "try_", "with_", "match_", "expr_stmt", "assign",
+        "ann_assign", "aug_assign", "delete", "return_", "raise_", "break_", "continue_", "import_",
+        "import_from", "assert_", "global_", "nothing", "funcdef", "classdef", "subscript_key",
+        "assign_target", "bind", "_bind", "type_of_value"),
+        "The summarizer's statements: structured flow (if, loops, try, with, match), assignments and\n"
+        "bindings, imports, function and class definitions (mixed into `_Summarizer`)."),
+    ClassSplit("cudalint.threads", "ThreadAnalysis", "_Resolve", "cudalint.analysis.thread_objects", (
+        "function", "canon", "binds_of", "obj", "_obj", "from_origin", "call_result", "singleton", "lock",
+        "effective_locks"),
+        "How the thread analysis resolves a name to a shared object, a singleton or a lock\n"
+        "(mixed into `ThreadAnalysis`)."),
+]
 
 # ---------------------------------------------------------------------------------------------------
 # The machinery.
@@ -179,6 +273,7 @@ class Stmt:
     uses: set[str]
     kind: str  # "def", "import", "simple", "other"
     guard: str | None = None  # the `if TYPE_CHECKING:` line an import sits under
+    types: set[str] = field(default_factory=set)  # names used only in annotations (never evaluated)
 
 
 @dataclass
@@ -222,10 +317,12 @@ def _table_globals(table: symtable.SymbolTable) -> tuple[set[str], set[str]]:
     return used, declared
 
 
-def _def_uses(node: ast.AST, tables: dict) -> tuple[set[str], set[str]]:
-    """Module names a def or class uses: its own scope (symtable) plus what runs at module level
-    when it is defined (decorators, defaults, bases, annotations)."""
+def _def_uses(node: ast.AST, tables: dict) -> tuple[set[str], set[str], set[str]]:
+    """Module names a def or class uses at run time: its own scope (symtable; it leaves out
+    annotations under `from __future__ import annotations`) plus what runs at module level when it
+    is defined (decorators, defaults, bases); and the names its annotations mention."""
     used: set[str] = set()
+    types: set[str] = set()
     declared: set[str] = set()
     table = tables.get((node.name, node.lineno)) or tables.get((node.name, None))
     if table is not None:
@@ -242,10 +339,10 @@ def _def_uses(node: ast.AST, tables: dict) -> tuple[set[str], set[str]]:
     for sub in ast.walk(node):
         ann = getattr(sub, "annotation", None) or getattr(sub, "returns", None)
         if ann is not None:
-            used |= _annotation_names(ann)
+            types |= _annotation_names(ann)
         if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)) and sub.returns is not None:
-            used |= _annotation_names(sub.returns)
-    return used, declared
+            types |= _annotation_names(sub.returns)
+    return used, declared, types - used
 
 
 def _is_type_checking(node: ast.stmt) -> bool:
@@ -291,8 +388,8 @@ def read_module(name: str, path: str, text: str) -> Module:
             start -= 1
         end = node.end_lineno
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            uses, declared = _def_uses(node, tables)
-            s = Stmt(node, start, end, {node.name}, uses, "def")
+            uses, declared, types = _def_uses(node, tables)
+            s = Stmt(node, start, end, {node.name}, uses, "def", types=types)
             if declared:
                 s.uses |= {"global:" + d for d in declared}
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -637,6 +734,7 @@ def apply_splits(files: dict[str, str], source: str, splits: list[Split], plan: 
             where[d] = stmt_group.get(i, rest)
     # what each group needs from the others, and from the imports
     needs: dict[str, dict[str, set[str]]] = {}
+    type_needs: dict[str, dict[str, set[str]]] = {}  # only for annotations: under `if TYPE_CHECKING:`
     import_needs: dict[str, set[str]] = {}
     globals_moved: set[str] = set()
     for i, s in enumerate(mod.stmts):
@@ -655,6 +753,14 @@ def apply_splits(files: dict[str, str], source: str, splits: list[Split], plan: 
                 needs.setdefault(g, {}).setdefault(where[u], set()).add(u)
             elif u in mod.bindings and u not in where:
                 import_needs.setdefault(g, set()).add(u)
+        for u in s.types - s.defines:
+            if u in where and where[u] != g:
+                type_needs.setdefault(g, {}).setdefault(where[u], set()).add(u)
+            elif u in mod.bindings and u not in where:
+                import_needs.setdefault(g, set()).add(u)
+    for g, by in type_needs.items():
+        for other, names in by.items():
+            names -= needs.get(g, {}).get(other, set())
     if globals_moved:
         refuse(f"split: {source}: a `global` crosses the split: {sorted(globals_moved)}")
     # the pieces must not import each other in a circle
@@ -673,7 +779,8 @@ def apply_splits(files: dict[str, str], source: str, splits: list[Split], plan: 
         for i, s in enumerate(mod.stmts):
             if stmt_group.get(i) == sp.target:
                 body_parts.append((s, "".join(mod.lines[s.start - 1:s.end])))
-        imports = _imports_for(mod, import_needs.get(sp.target, set()), needs.get(sp.target, {}), plan, rest)
+        imports = _imports_for(mod, import_needs.get(sp.target, set()), needs.get(sp.target, {}), plan, rest,
+                               type_needs.get(sp.target, {}))
         out = f'"""{sp.doc}\n"""\n'
         if future:
             out += "from __future__ import annotations\n"
@@ -700,7 +807,7 @@ def apply_splits(files: dict[str, str], source: str, splits: list[Split], plan: 
     still_used: set[str] = set()
     for i, s in enumerate(mod.stmts):
         if i not in stmt_group:
-            still_used |= {u for u in s.uses if not u.startswith("global:")}
+            still_used |= {u for u in s.uses if not u.startswith("global:")} | s.types
     for node in ast.walk(mod.tree):
         if isinstance(node, ast.Name) and not any(
                 mod.stmts[i].start <= node.lineno <= mod.stmts[i].end for i in stmt_group):
@@ -728,6 +835,12 @@ def apply_splits(files: dict[str, str], source: str, splits: list[Split], plan: 
                 replace[ln] = ""
     wanted = needs.get(rest, {})
     new_imports = "\n".join(render_from(g, [(n, None) for n in sorted(names)]) for g, names in sorted(wanted.items()))
+    typed = {g: ns for g, ns in type_needs.get(rest, {}).items() if ns}
+    if typed:
+        if "TYPE_CHECKING" not in mod.bindings and "TYPE_CHECKING" not in where:
+            new_imports = ("from typing import TYPE_CHECKING\n" + new_imports).strip("\n")
+        new_imports += "\n\nif TYPE_CHECKING:\n" + "\n".join(
+            render_from(g, [(n, None) for n in sorted(ns)], "    ") for g, ns in sorted(typed.items()))
     anchor = _import_anchor(mod)
     out: list[str] = []
     for i, line in enumerate(lines, start=1):
@@ -769,7 +882,8 @@ def _import_anchor(mod: Module) -> int:
     return last
 
 
-def _imports_for(mod: Module, names: set[str], siblings: dict[str, set[str]], plan: Plan, rest: str) -> str:
+def _imports_for(mod: Module, names: set[str], siblings: dict[str, set[str]], plan: Plan, rest: str,
+                 type_siblings: dict[str, set[str]]) -> str:
     """The import lines a new module needs: the source's own imports of `names`, then the pieces of
     the split it uses (the rest by its old name, other new modules by theirs)."""
     plain: list[str] = []
@@ -795,6 +909,11 @@ def _imports_for(mod: Module, names: set[str], siblings: dict[str, set[str]], pl
                 plain.append(text)
     for g, ns in sorted(siblings.items()):
         plain.append(render_from(g, [(n, None) for n in sorted(ns)]))
+    tc_guard = "if TYPE_CHECKING:"
+    for g, ns in sorted(type_siblings.items()):
+        if ns:
+            guarded.setdefault(tc_guard, []).append(render_from(g, [(n, None) for n in sorted(ns)]))
+            need_tc = True
     if need_tc and "TYPE_CHECKING" not in names and "TYPE_CHECKING" not in " ".join(plain):
         plain.insert(0, "from typing import TYPE_CHECKING")
     # stdlib, third party, cudalint: keep the source's order, but put cudalint last, sorted
