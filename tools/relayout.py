@@ -815,6 +815,8 @@ def apply_splits(files: dict[str, str], source: str, splits: list[Split], plan: 
     all_names = ast.literal_eval(_dunder_all(mod)) if _dunder_all(mod) else []
     lines = list(mod.lines)
     replace: dict[int, str | None] = {}  # first line of an import statement -> its new text (None: drop)
+    typed = {g: ns for g, ns in type_needs.get(rest, {}).items() if ns}
+    add_tc = bool(typed) and "TYPE_CHECKING" not in mod.bindings and "TYPE_CHECKING" not in where
     for s in mod.stmts:
         if s.kind != "import":
             continue
@@ -825,7 +827,11 @@ def apply_splits(files: dict[str, str], source: str, splits: list[Split], plan: 
                     or (a.asname or a.name.split(".")[0]) in exported
                     or (a.asname or a.name) in all_names
                     or isinstance(imp, ast.ImportFrom) and imp.module == "__future__"]
-            if len(keep) != len(imp.names):
+            if add_tc and not s.guard and isinstance(imp, ast.ImportFrom) and imp.module == "typing":
+                keep = sorted([ast.alias("TYPE_CHECKING"), *keep], key=lambda a: (not a.name.isupper(), a.name))
+                add_tc = False
+                replace[imp.lineno] = ""  # forces the rewrite below
+            if len(keep) != len(imp.names) or imp.lineno in replace:
                 indent = " " * imp.col_offset
                 replace[imp.lineno] = render_import_stmt(imp, keep, indent) if keep else None
                 for ln in range(imp.lineno + 1, imp.end_lineno + 1):
@@ -835,11 +841,10 @@ def apply_splits(files: dict[str, str], source: str, splits: list[Split], plan: 
                 replace[ln] = ""
     wanted = needs.get(rest, {})
     new_imports = "\n".join(render_from(g, [(n, None) for n in sorted(names)]) for g, names in sorted(wanted.items()))
-    typed = {g: ns for g, ns in type_needs.get(rest, {}).items() if ns}
     if typed:
-        if "TYPE_CHECKING" not in mod.bindings and "TYPE_CHECKING" not in where:
+        if add_tc:
             new_imports = ("from typing import TYPE_CHECKING\n" + new_imports).strip("\n")
-        new_imports += "\n\nif TYPE_CHECKING:\n" + "\n".join(
+        new_imports += ("\n\n" if new_imports else "\n") + "if TYPE_CHECKING:\n" + "\n".join(
             render_from(g, [(n, None) for n in sorted(ns)], "    ") for g, ns in sorted(typed.items()))
     anchor = _import_anchor(mod)
     out: list[str] = []
@@ -915,7 +920,15 @@ def _imports_for(mod: Module, names: set[str], siblings: dict[str, set[str]], pl
             guarded.setdefault(tc_guard, []).append(render_from(g, [(n, None) for n in sorted(ns)]))
             need_tc = True
     if need_tc and "TYPE_CHECKING" not in names and "TYPE_CHECKING" not in " ".join(plain):
-        plain.insert(0, "from typing import TYPE_CHECKING")
+        for i, line in enumerate(plain):
+            m = re.fullmatch(r"from typing import ([\w, ]+)", line)
+            if m:
+                names_ = sorted({"TYPE_CHECKING", *m.group(1).split(", ")}, key=lambda n: (not n.isupper(), n))
+                plain[i] = render_from("typing", [(n, None) for n in names_])
+                break
+        else:
+            at = next((i for i, line in enumerate(plain) if re.match(r"(from|import) cudalint\b", line)), len(plain))
+            plain.insert(at, "from typing import TYPE_CHECKING")
     # stdlib, third party, cudalint: keep the source's order, but put cudalint last, sorted
     first = [p for p in plain if not re.match(r"(from|import) cudalint\b", p)]
     ours = sorted(p for p in plain if re.match(r"(from|import) cudalint\b", p))
