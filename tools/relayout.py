@@ -62,9 +62,9 @@ MOVES: dict[str, str] = {
     "cudalint.values": "cudalint.core.values",
     "cudalint.tomlreader": "cudalint.core.tomlreader",
     "cudalint.deep": "cudalint.core.deep",
+    "cudalint.cache_files": "cudalint.core.cache_files",  # the catalogue's parse cache uses it too
     # inputs: files, their text, settings
     "cudalint.discover": "cudalint.inputs.discover",
-    "cudalint.named": "cudalint.inputs.named",
     "cudalint.source": "cudalint.inputs.source",
     "cudalint.notebook": "cudalint.inputs.notebook",
     "cudalint.nblines": "cudalint.inputs.nblines",
@@ -87,21 +87,21 @@ MOVES: dict[str, str] = {
     # engine: running the stages
     "cudalint.runner": "cudalint.engine.runner",
     "cudalint.cache": "cudalint.engine.cache",
-    "cudalint.cache_files": "cudalint.engine.cache_files",
     "cudalint.serialize": "cudalint.engine.serialize",
+    "cudalint.suppress": "cudalint.engine.suppress",  # api filters findings with it before any output
     # output
     "cudalint.report": "cudalint.output.report",
     "cudalint.sarif": "cudalint.output.sarif",
     "cudalint.frames": "cudalint.output.frames",
     "cudalint.outputs": "cudalint.output.destinations",
     "cudalint.baseline": "cudalint.output.baseline",
-    "cudalint.suppress": "cudalint.output.suppress",
     "cudalint.rulecli": "cudalint.output.rulecli",
     # fixes
     "cudalint.fix": "cudalint.fixes.apply",
     "cudalint.fixinfo": "cudalint.fixes.fixinfo",
     "cudalint.cst_positions": "cudalint.fixes.cst_positions",
-    # staying at the top, the public surface: cudalint.api, cudalint.cli, cudalint.entry (console script),
+    # staying at the top, the public surface and what drives it: cudalint.named (judges named files
+    # inside their project, through cudalint.api), cudalint.api, cudalint.cli, cudalint.entry (console script),
     # cudalint.__main__ (python -m cudalint), cudalint.flake8_plugin (flake8 entry point),
     # cudalint.resources and cudalint.fingerprint (they find files from their own __file__),
     # cudalint.safepath (the first import of the console script; finds cudalint's folder from __file__); and the packages trace/, server/, checks/.
