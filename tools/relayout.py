@@ -812,6 +812,7 @@ def apply_splits(files: dict[str, str], source: str, splits: list[Split], plan: 
         if isinstance(node, ast.Name) and not any(
                 mod.stmts[i].start <= node.lineno <= mod.stmts[i].end for i in stmt_group):
             still_used.add(node.id)
+    moved_used = set().union(*import_needs.values()) if import_needs else set()  # only these may go
     all_names = ast.literal_eval(_dunder_all(mod)) if _dunder_all(mod) else []
     lines = list(mod.lines)
     replace: dict[int, str | None] = {}  # first line of an import statement -> its new text (None: drop)
@@ -823,7 +824,8 @@ def apply_splits(files: dict[str, str], source: str, splits: list[Split], plan: 
         imps = [s.node] if not s.guard else list(s.node.body)
         for imp in imps:
             keep = [a for a in imp.names
-                    if (a.asname or a.name.split(".")[0]) in still_used
+                    if (a.asname or a.name.split(".")[0]) not in moved_used
+                    or (a.asname or a.name.split(".")[0]) in still_used
                     or (a.asname or a.name.split(".")[0]) in exported
                     or (a.asname or a.name) in all_names
                     or isinstance(imp, ast.ImportFrom) and imp.module == "__future__"]
