@@ -921,7 +921,11 @@ def _imports_for(mod: Module, names: set[str], siblings: dict[str, set[str]], pl
         if ns:
             guarded.setdefault(tc_guard, []).append(render_from(g, [(n, None) for n in sorted(ns)]))
             need_tc = True
-    if need_tc and "TYPE_CHECKING" not in names and "TYPE_CHECKING" not in " ".join(plain):
+    own_tc = next((s for s in mod.stmts if s.kind == "simple" and "TYPE_CHECKING" in s.defines), None)
+    if need_tc and own_tc is not None:
+        # the module spells it `TYPE_CHECKING = False` to spare its importers typing's import time
+        plain.append("".join(mod.lines[own_tc.node.lineno - 1:own_tc.end]).rstrip("\n"))
+    elif need_tc and "TYPE_CHECKING" not in names and "TYPE_CHECKING" not in " ".join(plain):
         for i, line in enumerate(plain):
             m = re.fullmatch(r"from typing import ([\w, ]+)", line)
             if m:
