@@ -108,6 +108,21 @@ MOVES: dict[str, str] = {
 }
 
 
+# modules that other branches add (recall-flow, as of 23:00 UTC): moved when present, else a note
+MOVES_IF_PRESENT: dict[str, str] = {
+    "cudalint.child_args": "cudalint.summary.child_args",
+    "cudalint.concurrent_calls": "cudalint.summary.concurrent_calls",
+}
+
+# the modules that stay at the top of cudalint/ (the public surface); every other top-level module
+# must be in MOVES, so that a module added on another branch gets a place (the script says which)
+STAY: set[str] = {
+    "cudalint", "cudalint.__main__", "cudalint.api", "cudalint.cli", "cudalint.entry", "cudalint.flake8_plugin",
+    "cudalint.named", "cudalint.resources", "cudalint.safepath", "cudalint.fingerprint",
+    "cudalint.checks", "cudalint.server", "cudalint.trace",
+}
+
+
 @dataclass(frozen=True)
 class Split:
     source: str  # module name before the move
@@ -189,6 +204,11 @@ SPLITS: list[Split] = [
           "Which edits a file gets: move an environment write above the first CUDA import, guard a call,\n"
           "add CUDA_DEVICE_ORDER; or a hint when no edit is certain."),
     # threads (610 lines): the model's data, and how a name resolves to a shared object or a lock
+    # labels' two entry points for calls go above labels, so that what they call (child_args on
+    # recall-flow, which reads labels_of) sits between them without a cycle
+    Split("cudalint.labels", "cudalint.summary.label_effects", ("api_effects", "method_call"),
+          "The labels a call adds: a catalogued call's effects on values, and the methods that store into\n"
+          "containers or start threads and processes."),
     Split("cudalint.threads", "cudalint.analysis.thread_model", (
         "FnKey", "Key", "Site", "Context", "MAIN", "Obj", "Use", "Creation", "ThreadModel", "flatten"),
           "The thread model's data: where code runs (contexts), which objects it shares, what it does\n"
@@ -1035,7 +1055,7 @@ def scope_files(root: Path) -> list[str]:
     return out
 
 
-def plan_and_apply(root: Path, dry_run: bool) -> int:
+def plan_and_apply(root: Path, dry_run: bool, force: bool = False) -> int:
     if not dry_run and git(root, "status", "--porcelain", "--untracked-files=no").strip():
         refuse("the work tree has uncommitted changes: commit or stash them first")
     paths = scope_files(root)
@@ -1047,6 +1067,11 @@ def plan_and_apply(root: Path, dry_run: bool) -> int:
             continue
     old_modules = {path_mod(p) for p in files if p.startswith("cudalint/") and p.endswith(".py")}
     # refuse to run twice, and refuse a map that names what is not there
+    for old, new in MOVES_IF_PRESENT.items():
+        if old in old_modules:
+            MOVES[old] = new
+        else:
+            print(f"note: {old} is not on this tree (MOVES_IF_PRESENT): not moved", file=sys.stderr)
     for pkg in PACKAGES:
         if mod_path(pkg, files) is not None:
             refuse(f"{pkg} exists already: this tree is re-laid out (run the script on the tree before the move)")
@@ -1132,6 +1157,9 @@ def plan_and_apply(root: Path, dry_run: bool) -> int:
                   if p.startswith("cudalint/") and p.endswith(".py") and len(t.splitlines()) > MAX_LINES)
     cycles = _cycles({m: set(e) for m, e in import_graph(final).items()})
     report = []
+    for m in sorted(old_modules):
+        if m.count(".") == 1 and m not in STAY and m not in MOVES:
+            report.append(f"{m} has no place: add it to MOVES (which package?) or to STAY")
     for n, p in long:
         report.append(f"{p}: {n} lines (over {MAX_LINES}): split more of it (SPLITS / CLASS_SPLITS)")
     for cyc in cycles:
@@ -1145,8 +1173,11 @@ def plan_and_apply(root: Path, dry_run: bool) -> int:
             print(f"new   {final_path(m)} ({len(final[final_path(m)].splitlines())} lines)")
         changed = sorted(p for p in final if final[p] != files.get(next((o for o, n in renames.items() if n == p), p)))
         print(f"{len(changed)} files change")
-    if report:
-        refuse("the result breaks the layout rules:\n  " + "\n  ".join(report))
+    if report and not force:
+        refuse("the result breaks the layout rules (--force writes it anyway; tests/test_layout.py then fails):\n  "
+               + "\n  ".join(report))
+    for line in report:
+        print("warning:", line, file=sys.stderr)
     if dry_run:
         print("dry run: the map applies cleanly; nothing written")
         return 0
@@ -1166,10 +1197,12 @@ def plan_and_apply(root: Path, dry_run: bool) -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dry-run", action="store_true", help="check the map and print the plan; write nothing")
+    ap.add_argument("--force", action="store_true",
+                    help="write the result even with an import cycle, a module over 500 lines or an unplaced module")
     ap.add_argument("--root", default=str(Path(__file__).resolve().parent.parent))
     args = ap.parse_args(argv)
     try:
-        return plan_and_apply(Path(args.root), args.dry_run)
+        return plan_and_apply(Path(args.root), args.dry_run, args.force)
     except Refusal as exc:
         print(f"relayout: refused: {exc}", file=sys.stderr)
         return 1
