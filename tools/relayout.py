@@ -252,6 +252,8 @@ CLASS_SPLITS: list[ClassSplit] = [
 # ---------------------------------------------------------------------------------------------------
 
 SKIP_DIRS = ("fixtures/", ".git/")
+# dotted text that is a file name, not a module (the GitHub Action's default SARIF file)
+FILE_NAMES = {"cudalint.sarif", "cudalint.json", "cudalint.html", "cudalint.txt", "cudalint.log", "cudalint.toml"}
 TEXT_SUFFIXES = {".py", ".md", ".toml", ".yaml", ".yml", ".txt", ".cfg", ".ini", ".json", ".sh", ""}
 
 
@@ -509,7 +511,7 @@ def rewrite_text(text: str, plan: Plan, skip: list[tuple[int, int]]) -> str:
         return any(s <= a and b <= e for s, e in skip)
 
     def sub_dotted(m: re.Match) -> str:
-        if inside(m.start(), m.end()):
+        if inside(m.start(), m.end()) or m.group(0) in FILE_NAMES:
             return m.group(0)
         return plan.dotted(m.group(0))
 
