@@ -252,7 +252,8 @@ CLASS_SPLITS: list[ClassSplit] = [
 # ---------------------------------------------------------------------------------------------------
 
 SKIP_DIRS = ("fixtures/", ".git/")
-# dotted text that is a file name, not a module (the GitHub Action's default SARIF file)
+# dotted text that is a file name, not a module (the GitHub Action's default SARIF file), unless
+# written as code (`cudalint.sarif` in backquotes is the module)
 FILE_NAMES = {"cudalint.sarif", "cudalint.json", "cudalint.html", "cudalint.txt", "cudalint.log", "cudalint.toml"}
 TEXT_SUFFIXES = {".py", ".md", ".toml", ".yaml", ".yml", ".txt", ".cfg", ".ini", ".json", ".sh", ""}
 
@@ -511,7 +512,7 @@ def rewrite_text(text: str, plan: Plan, skip: list[tuple[int, int]]) -> str:
         return any(s <= a and b <= e for s, e in skip)
 
     def sub_dotted(m: re.Match) -> str:
-        if inside(m.start(), m.end()) or m.group(0) in FILE_NAMES:
+        if inside(m.start(), m.end()) or m.group(0) in FILE_NAMES and text[m.start() - 1:m.start()] != "`":
             return m.group(0)
         return plan.dotted(m.group(0))
 
