@@ -108,10 +108,12 @@ MOVES: dict[str, str] = {
 }
 
 
-# modules that other branches add (recall-flow, as of 23:00 UTC): moved when present, else a note
+# modules that other branches add (recall-flow, as of 23:20 UTC): moved when present, else a note
 MOVES_IF_PRESENT: dict[str, str] = {
     "cudalint.child_args": "cudalint.summary.child_args",
     "cudalint.concurrent_calls": "cudalint.summary.concurrent_calls",
+    "cudalint.container_refs": "cudalint.summary.container_refs",
+    "cudalint.cuda_attrs": "cudalint.summary.cuda_attrs",
 }
 
 # the modules that stay at the top of cudalint/ (the public surface); every other top-level module
