@@ -167,7 +167,7 @@ SPLITS: list[Split] = [
         "_FROM", "_IMPORT", "_CHAIN_TAIL", "_NAME_OR_DOT", "_ALIAS", "_imports", "_statement_start", "_relative"),
           "A file's import statements, found in its bytes without parsing it."),
     Split("cudalint.prefilter", "cudalint.scan.nodes", (
-        "_ast", "_DEPRECATED", "_FIELDS", "_nodes", "_names", "_top_names", "_COMPOUND_FIELDS", "_dotted"),
+        "_ast", "_DEPRECATED", "_FIELDS", "_nodes", "_names", "_names_in", "_annotation_names", "_top_names", "_COMPOUND_FIELDS", "_dotted"),
           "CPython's `ast` for the few files the scan must parse: the tree, its nodes, the names a module's\n"
           "top level binds."),
     Split("cudalint.prefilter", "cudalint.scan.stops", (
