@@ -166,6 +166,10 @@ SPLITS: list[Split] = [
     Split("cudalint.prefilter", "cudalint.scan.imports", (
         "_FROM", "_IMPORT", "_CHAIN_TAIL", "_NAME_OR_DOT", "_ALIAS", "_imports", "_statement_start", "_relative"),
           "A file's import statements, found in its bytes without parsing it."),
+    Split("cudalint.flow", "cudalint.analysis.facts", (
+        "Fact", "State", "IMPORTED", "_NONE", "imported", "_union", "join", "holds", "seen_from", "gen",
+        "add_imported", "Seen", "_FLATTEN", "seen"),
+          "What the flow engine knows at a point of a path: facts with their witnesses, states, and how they join."),
     Split("cudalint.prefilter", "cudalint.scan.nodes", (
         "_ast", "_DEPRECATED", "_FIELDS", "_nodes", "_names", "_names_in", "_annotation_names", "_top_names", "_COMPOUND_FIELDS", "_dotted"),
           "CPython's `ast` for the few files the scan must parse: the tree, its nodes, the names a module's\n"
