@@ -336,7 +336,7 @@ def main() -> None:
 
         sys.path.insert(0, str(ROOT))
         from cudalint.api import lint_paths
-        from cudalint.config import Config
+        from cudalint.inputs.config import Config
 
         prof = cProfile.Profile()
         prof.enable()

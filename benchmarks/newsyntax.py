@@ -1,4 +1,4 @@
-"""What code for a newer Python costs: `source.parse` on a corpus, and the libcst fallback (cudalint.newsyntax).
+"""What code for a newer Python costs: `source.parse` on a corpus, and the libcst fallback (cudalint.inputs.newsyntax).
 
     python benchmarks/newsyntax.py --corpus DIR [--against OTHER_CHECKOUT] [--runs 7]
 
@@ -25,12 +25,12 @@ def corpus(root: Path) -> list[Path]:
 
 
 def load(tree: Path):
-    """cudalint.source of the checkout at `tree` (each checkout imported afresh)."""
+    """cudalint.inputs.source of the checkout at `tree` (each checkout imported afresh)."""
     for name in [m for m in sys.modules if m == "cudalint" or m.startswith("cudalint.")]:
         del sys.modules[name]
     sys.path.insert(0, str(tree))
     try:
-        return importlib.import_module("cudalint.source")
+        return importlib.import_module("cudalint.inputs.source")
     finally:
         sys.path.pop(0)
 

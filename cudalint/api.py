@@ -5,21 +5,21 @@ import os
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Iterable, Mapping, Optional, Sequence, Union
 
-from cudalint import source
-from cudalint.cache import Cache
-from cudalint.catalogue import Catalogue, load_catalogue
+from cudalint.inputs import source
+from cudalint.engine.cache import Cache
+from cudalint.core.catalogue import Catalogue, load_catalogue
 from cudalint.checks import build_checks, build_derive, init_keys, project_checks
-from cudalint.config import Config
-from cudalint.discover import discover
-from cudalint.findings import Finding
-from cudalint.flow import Analyzer
-from cudalint.ir import ModuleIR
-from cudalint.project import Project, module_name
+from cudalint.inputs.config import Config
+from cudalint.inputs.discover import discover
+from cudalint.core.findings import Finding
+from cudalint.analysis.flow import Analyzer
+from cudalint.core.ir import ModuleIR
+from cudalint.core.project import Project, module_name
+from cudalint.summary.from_bytes import _summarize_bytes
 
 if TYPE_CHECKING:
-    import ast
 
-    from cudalint.notebook import Notebook
+    from cudalint.inputs.notebook import Notebook
 
 
 @dataclass(frozen=True)
@@ -56,44 +56,18 @@ def load_module(
     return result
 
 
-def _summarize_bytes(path: str, data: bytes, modname: str, is_package: bool, catalogue: Catalogue) -> Union[ModuleIR, Finding]:
-    src = source.decode(path, data)
-    if isinstance(src, Finding):
-        return src
-    tree = source.parse(src)
-    if isinstance(tree, Finding):
-        return tree
-    return summarize_tree(path, src.text, tree, modname, is_package, catalogue)
-
-
-def summarize_tree(path: str, text: str, tree: "ast.Module", modname: str, is_package: bool, catalogue: Catalogue) -> Union[ModuleIR, Finding]:
-    """The summary of a parsed file (`text` is its decoded source, for positions, messages and noqa)."""
-    from cudalint.summarize import summarize
-
-    try:
-        return summarize(tree, text, path, modname, catalogue, is_package=is_package)
-    except RecursionError:
-        pass
-    from cudalint.deep import call_deep  # deeply nested code: once more with a deep stack
-
-    try:
-        return call_deep(lambda: summarize(tree, text, path, modname, catalogue, is_package=is_package))
-    except RecursionError:
-        return source.problem(path, "cannot analyze: nested too deeply")
-
-
 def load_notebook(
     path: str, catalogue: Catalogue, cache: Optional[Cache] = None
 ) -> Union[tuple[Notebook, Union[ModuleIR, Finding]], Finding]:
-    """A notebook as one module in cell order (cudalint.notebook); its lines are the notebook's source lines."""
-    from cudalint import notebook
+    """A notebook as one module in cell order (cudalint.inputs.notebook); its lines are the notebook's source lines."""
+    from cudalint.inputs import notebook
 
     nb = notebook.read(path)
     if isinstance(nb, Finding):
         return nb
     result = load_module(path, catalogue, text=nb.source, cache=cache)
     if isinstance(result, ModuleIR):
-        from cudalint.summarize import noqa_lines
+        from cudalint.summary.summarize import noqa_lines
 
         # nobody imports a notebook; noqa comments are in the cells' own text
         result = replace(result, module="", noqa=noqa_lines(nb.original))
@@ -149,10 +123,10 @@ def lint_files(
     cached). `texts`: contents already read (the flake8 plugin's file) instead of reading them.
     `noqa=False` leaves `# noqa` to the caller (flake8 applies its own).
     `jobs`: worker processes for the .py files read from disk (default: the usable cores; 1 = in
-    this process). `prefilter`: skip the files that cannot matter (cudalint.prefilter); turned off
+    this process). `prefilter`: skip the files that cannot matter (cudalint.scan.select); turned off
     only to check that it changes nothing.
     """
-    from cudalint.runner import paused_gc
+    from cudalint.engine.runner import paused_gc
 
     with paused_gc():  # (until the run's summaries are freed: _lint_files has returned)
         return _lint_files(files, config, catalogue, extra, cache, overlay, texts, noqa, jobs, prefilter)
@@ -170,8 +144,8 @@ def _lint_files(
     jobs: Optional[int],
     prefilter: bool,
 ) -> LintResult:
-    from cudalint import runner
-    from cudalint.serialize import encode
+    from cudalint.engine import runner
+    from cudalint.engine.serialize import encode
 
     texts = {**(texts or {}), **(overlay or {})}
     modules: list[ModuleIR] = []
@@ -222,7 +196,7 @@ def _lint_files(
     try:
         findings.extend(analyzer.run())
     except RecursionError:  # deeply nested control flow: once more with a deep stack
-        from cudalint.deep import call_deep
+        from cudalint.core.deep import call_deep
 
         analyzer = Analyzer(
             project,
@@ -241,7 +215,7 @@ def _lint_files(
         and not _per_file_ignored(f, config)
     ]
     if kept:  # `# cudalint: noqa` silences a whole file; flake8 does not know it, so it applies there too
-        from cudalint.suppress import apply_file_directives
+        from cudalint.engine.suppress import apply_file_directives
 
         kept = apply_file_directives(kept, texts, {p: nb.original for p, nb in notebooks.items()})
     if notebooks:

@@ -19,7 +19,7 @@ def _codes(values: tuple[str, ...]) -> tuple[str, ...]:
 
 def _per_file_ignores(values: tuple[str, ...]) -> Optional[tuple[tuple[str, tuple[str, ...]], ...]]:
     """`--per-file-ignores 'tests/*:CUD001,CUD002'` (ruff's form), repeatable."""
-    from cudalint.settings import SettingsError, known_codes
+    from cudalint.inputs.settings import SettingsError, known_codes
 
     out = []
     for value in values:
@@ -94,7 +94,7 @@ def cli(
     cudalint rule CODE | --all             a rule's documentation
     cudalint server                        the language server (LSP over stdio)
     """
-    from cudalint.registry import RULES, doc, doc_path
+    from cudalint.core.registry import RULES, doc, doc_path
 
     if trace_flag:
         raise click.UsageError("--trace must come first: cudalint --trace script.py [ARGS]...")
@@ -105,11 +105,11 @@ def cli(
         click.echo(doc(code), nl=False)
         return
     if list_rules:
-        from cudalint.rulecli import list_rules as show
+        from cudalint.output.rulecli import list_rules as show
 
         show(fmt)
         return
-    from cudalint.settings import SettingsError, known_codes, resolve
+    from cudalint.inputs.settings import SettingsError, known_codes, resolve
 
     targets = list(paths) or ["."]
     stdin_text = None
@@ -150,12 +150,12 @@ def cli(
         sys.exit(2)
     from pathlib import Path
 
-    from cudalint.cache import Cache, default_cache_dir
-    from cudalint.catalogue import CatalogueError, load_catalogue
+    from cudalint.engine.cache import Cache, default_cache_dir
+    from cudalint.core.catalogue import CatalogueError, load_catalogue
 
     directory = None if no_cache or fix or diff else (Path(cache_dir) if cache_dir else default_cache_dir())
     if show_settings:
-        from cudalint.rulecli import show_settings as show
+        from cudalint.output.rulecli import show_settings as show
 
         show(config, config_path, directory)
         return
@@ -172,16 +172,16 @@ def cli(
         click.echo(f"cudalint: {exc}", err=True)
         sys.exit(2)
     if fix or diff:  # a fix is checked against fresh analysis: no cache
-        from cudalint.outputs import run_fix
+        from cudalint.output.destinations import run_fix
 
         try:
             code = run_fix(targets, config, fmt=fmt, diff=diff, output_file=output_file, statistics=statistics)
-        except KeyboardInterrupt:  # (every file is the old one or the new one: cudalint.fix.write_atomic)
+        except KeyboardInterrupt:  # (every file is the old one or the new one: cudalint.fixes.files.write_atomic)
             sys.exit(130)
         sys.exit(0 if exit_zero and code == 1 else code)
     cache = None
     if directory is not None:
-        from cudalint.cache_files import usable_root
+        from cudalint.core.cache_files import usable_root
 
         if usable_root(directory) is None:
             shown = os.path.relpath(directory)
@@ -198,7 +198,7 @@ def cli(
         sys.exit(130)
     result = run.result
     if add_noqa:
-        from cudalint.suppress import add_noqa as write_noqa
+        from cudalint.engine.suppress import add_noqa as write_noqa
 
         added, problems = write_noqa(result.findings)
         for problem in problems:
@@ -207,7 +207,7 @@ def cli(
             click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.", err=True)
         sys.exit(0)
     if baseline:
-        from cudalint.baseline import BaselineError, load, new_findings
+        from cudalint.output.baseline import BaselineError, load, new_findings
 
         try:
             known = load(baseline)
@@ -219,10 +219,10 @@ def cli(
         result = LintResult(findings=tuple(new_findings(result.findings, known)), files=result.files)
     fixes = None
     if fmt == "json" and not statistics and result.findings:
-        from cudalint.fixinfo import fixes_for
+        from cudalint.fixes.fixinfo import fixes_for
 
         fixes = fixes_for(result.findings, run.files, config, texts, cache=cache)
-    from cudalint.outputs import write_report
+    from cudalint.output.destinations import write_report
 
     if not (silent and output_file is None):
         write_report(
@@ -237,7 +237,7 @@ def main(argv: Optional[list[str]] = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if argv and argv[0] == "rule":
-            from cudalint.rulecli import rule
+            from cudalint.output.rulecli import rule
 
             rule.main(args=argv[1:], prog_name="cudalint rule", standalone_mode=True)
         elif argv and argv[0] == "server":

@@ -4,7 +4,7 @@ flake8 hands over one file at a time. The plugin
 1. does nothing when flake8 will drop every CUD code anyway (`--select B`): decided once per run;
 2. does nothing for a file with no catalogue trigger word and no import of a project module: such a
    file has no event any check judges (decided from the lines flake8 already read, no parsing);
-3. otherwise analyses the file's component of the project's import graph (cudalint.importgraph):
+3. otherwise analyses the file's component of the project's import graph (cudalint.scan.importgraph):
    the file from flake8's lines, the other modules through the summary cache shared with the CLI
    (`<project>/.cudalint_cache` or `CUDALINT_CACHE_DIR`). One analysis serves every file of the
    component for the rest of the process.
@@ -24,14 +24,14 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from cudalint import __version__
-from cudalint.findings import Finding
+from cudalint.core.findings import Finding
 
 _STDIN = {"stdin", "-", "<stdin>"}
 
 
 def _codes_selected(options: Any) -> bool:
     """Whether flake8 would report any CUD code with these options (its own decision engine)."""
-    from cudalint.registry import RULES
+    from cudalint.core.registry import RULES
 
     try:
         from flake8.style_guide import Decision, DecisionEngine
@@ -61,9 +61,9 @@ class _Project:
 
     def import_graph(self):
         if self.graph is None:
-            from cudalint.discover import discover
-            from cudalint.importgraph import ImportGraph
-            from cudalint.source import read_bytes
+            from cudalint.inputs.discover import discover
+            from cudalint.scan.importgraph import ImportGraph
+            from cudalint.inputs.source import read_bytes
 
             cfg = self.config
             files = discover(
@@ -79,8 +79,8 @@ class _Project:
 
     def imports_project_module(self, path: str, text: str) -> bool:
         """Whether the file imports a module of its own project (relative, or found on disk nearby)."""
-        from cudalint.importgraph import imported_names
-        from cudalint.project import module_name
+        from cudalint.scan.importgraph import imported_names
+        from cudalint.core.project import module_name
 
         modname, is_package = module_name(Path(os.path.abspath(path)))
         names, relative = imported_names(text, modname, is_package)
@@ -106,9 +106,9 @@ _PROJECTS: dict[tuple, _Project] = {}
 
 
 def _project_for(filename: str) -> _Project:
-    from cudalint.cache import CACHE_DIR_NAME, Cache
-    from cudalint.catalogue import load_catalogue
-    from cudalint.settings import resolve
+    from cudalint.engine.cache import CACHE_DIR_NAME, Cache
+    from cudalint.core.catalogue import load_catalogue
+    from cudalint.inputs.settings import resolve
 
     absolute = os.path.isabs(filename)
     here = Path(os.path.abspath(filename)) if filename not in _STDIN else Path.cwd() / "stdin.py"
@@ -134,7 +134,7 @@ def _project_for(filename: str) -> _Project:
 @lru_cache(maxsize=256)
 def _roots(folder: Path) -> tuple[Optional[Path], Path]:
     from cudalint.named import project_of
-    from cudalint.settings import find_pyproject
+    from cudalint.inputs.settings import find_pyproject
 
     probe = folder / "__cudalint_probe__.py"  # (both look at the folders above a file)
     return find_pyproject(probe), project_of(probe)
@@ -143,7 +143,7 @@ def _roots(folder: Path) -> tuple[Optional[Path], Path]:
 def findings_for(filename: str, text: str) -> list[Finding]:
     """The findings located in `filename` (whose content is `text`), as `cudalint` reports them."""
     from cudalint.api import lint_files
-    from cudalint.importgraph import digest
+    from cudalint.scan.importgraph import digest
 
     project = _project_for(filename)
     if not project.trigger.search(text) and not project.imports_project_module(filename, text):
@@ -190,7 +190,7 @@ class Plugin:
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         if not self.selected:
             return
-        from cudalint.report import folded_message
+        from cudalint.output.report import folded_message
 
         try:
             found = findings_for(self.filename, "".join(self.lines))

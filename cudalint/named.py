@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
-from cudalint.config import Config
-from cudalint.findings import Finding
+from cudalint.inputs.config import Config
+from cudalint.core.findings import Finding
 
 MARKERS = ("pyproject.toml", "setup.cfg", ".git")
 
@@ -34,7 +34,7 @@ def package_root(path: Path) -> Path:
 
 def project_of(path: Path) -> Path:
     """The project a file belongs to: the nearest folder with a marker, else its package root."""
-    from cudalint.settings import project_root
+    from cudalint.inputs.settings import project_root
 
     return project_root(path) or package_root(path)
 
@@ -71,7 +71,7 @@ def context(
     force_exclude: bool = False,
 ) -> Context:
     """The files to analyze for these targets: the directories' files, and each named file's project."""
-    from cudalint.discover import _excluded, discover
+    from cudalint.inputs.discover import _excluded, discover
 
     exclude = config.exclude + config.extend_exclude
     gitignore = config.respect_gitignore
@@ -121,7 +121,7 @@ def lint_targets(
 ) -> Run:
     """`cudalint TARGETS`: directories linted as they are, named files inside their project."""
     from cudalint.api import LintResult, lint_files
-    from cudalint.catalogue import load_catalogue
+    from cudalint.core.catalogue import load_catalogue
 
     directories = [t for t in targets if os.path.isdir(t)]
     named = [t for t in targets if not os.path.isdir(t)]

@@ -6,8 +6,8 @@ import shutil
 from pathlib import Path
 
 from cudalint.api import lint_paths
-from cudalint.cache import Cache
-from cudalint.catalogue import load_catalogue
+from cudalint.engine.cache import Cache
+from cudalint.core.catalogue import load_catalogue
 from tests.fixture_expectations import FIXTURES
 
 
@@ -16,7 +16,7 @@ def _findings(result):
 
 
 def entry_json(path: Path):
-    """A cache entry's value: a signature line (cudalint.cache_files), then plain JSON."""
+    """A cache entry's value: a signature line (cudalint.core.cache_files), then plain JSON."""
     head, newline, body = path.read_bytes().partition(b"\n")
     assert newline and head.startswith(b"cudalint-cache-1 ") and len(head) == len(b"cudalint-cache-1 ") + 64
     return json.loads(body)
@@ -148,9 +148,9 @@ def test_an_edit_that_leaves_the_scans_alone_reuses_the_selection(tmp_path: Path
 
 def test_a_big_file_is_scanned_beside_its_summary(monkeypatch) -> None:
     """In a serial run with a spare core, half of a big file's scan runs in a second process while
-    this one makes the other half and the summary (cudalint.runner._Pool.map_scans): the findings
+    this one makes the other half and the summary (cudalint.engine.runner._Pool.map_scans): the findings
     do not change."""
-    from cudalint import runner
+    from cudalint.engine import runner
 
     monkeypatch.chdir(FIXTURES.parent)
     plain = lint_paths(["fixtures/CUD001", "fixtures/CUD005"], jobs=1)

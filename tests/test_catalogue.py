@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from cudalint.catalogue import load_catalogue, parse_catalogue_text, catalogue_files
+from cudalint.core.catalogue import load_catalogue, parse_catalogue_text, catalogue_files
 
 TAGS = ("[SRC]", "[DOC]", "[ISSUE]", "[EMP]", "[UNCONFIRMED]")
 

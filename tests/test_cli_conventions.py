@@ -11,7 +11,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from cudalint.registry import RULES
+from cudalint.core.registry import RULES
 from tests.fixture_expectations import FIXTURES
 
 ROOT = Path(__file__).resolve().parent.parent

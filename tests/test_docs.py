@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from cudalint.registry import DOC_SECTIONS, RULES, doc_path
+from cudalint.core.registry import DOC_SECTIONS, RULES, doc_path
 
 
 @pytest.mark.parametrize("code", sorted(RULES))

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cudalint.findings import Finding, Step
-from cudalint.report import folded_message
+from cudalint.core.findings import Finding, Step
+from cudalint.output.report import folded_message
 from tests.fixture_expectations import case_id, fixture_cases
 
 FORMAT = "%(path)s\t%(row)d\t%(col)d\t%(code)s\t%(text)s"
@@ -154,7 +154,7 @@ def test_the_plugin_and_the_cli_share_the_summary_cache(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     expected = sorted(as_flake8(f) for f in cli_json(proj, "--cache-dir", str(cache), "."))
     before = _cache_entries(cache)
-    assert len(before) == 3  # one summary per module the prefilter keeps (cudalint.prefilter)
+    assert len(before) == 3  # one summary per module the prefilter keeps (cudalint.scan.select)
     got = flake8_findings(flake8(proj, "--select", "CUD", ".", env={"CUDALINT_CACHE_DIR": str(cache)}))
     assert got == expected and len(got) >= 2
     assert _cache_entries(cache) == before

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cudalint.api import lint_paths
-from cudalint.config import Config
+from cudalint.inputs.config import Config
 
 
 def _lint(tmp_path: Path, src: str, name: str = "app.py", select: tuple = ()) -> list:
@@ -53,7 +53,7 @@ def test_a_lock_held_around_batch_does_not_keep_its_own_threads_apart(tmp_path):
 
 
 def test_concurrent_use_is_catalogue_data():
-    from cudalint.catalogue import load_catalogue
+    from cudalint.core.catalogue import load_catalogue
 
     cat = load_catalogue()
     names = {a.name for a in cat.apis if a.get("concurrent_use")}

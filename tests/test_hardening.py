@@ -16,7 +16,7 @@ from typing import Callable
 
 import pytest
 
-from cudalint.source import MAX_FILE_BYTES
+from cudalint.inputs.source import MAX_FILE_BYTES
 
 CANARY = 'import os\nimport torch\ntorch.cuda.init()\nos.environ["CUDA_VISIBLE_DEVICES"] = "1"\n'
 CANARY_LINE = (
@@ -84,7 +84,7 @@ CASES: list[tuple[str, Callable[[Path], None], list[str]]] = [
     ("symlink_loop_file", _loop, ["a.py:1:1: CUD900 cannot read: Too many levels of symbolic links", "b.py:1:1: CUD900 cannot read: Too many levels of symbolic links"]),
     ("symlink_loop_directory", _dir_loop, ["pkg/up:1:1: CUD900 skipped: symlink loop"]),
     ("fifo", _fifo, ["fifo.py:1:1: CUD900 skipped: not a regular file (a FIFO, socket or device)"]),
-    # malformed notebooks (cudalint.notebook reads them; these pin what the user sees)
+    # malformed notebooks (cudalint.inputs.notebook reads them; these pin what the user sees)
     ("notebook_truncated_json", _write("nb.ipynb", b'{"cells": ['), ["nb.ipynb:1:12: CUD900 not a notebook: invalid JSON: Expecting value"]),
     ("notebook_empty", _write("nb.ipynb", b""), ["nb.ipynb:1:1: CUD900 not a notebook: invalid JSON: Expecting value"]),
     ("notebook_not_an_object", _write("nb.ipynb", b"[1, 2]"), ["nb.ipynb:1:1: CUD900 not a notebook: the JSON document is not an object"]),
@@ -149,8 +149,8 @@ def test_unusual_but_valid_input_is_analyzed(tmp_path: Path, name, data, expecte
 
 def test_deeply_nested_input_in_worker_processes(tmp_path: Path, monkeypatch) -> None:
     """Workers send their results pickled, and pickling recurses: the deep cases above, linted by
-    two workers, give the findings a serial run gives (cudalint.runner._run_chunk's deep stack)."""
-    from cudalint import runner
+    two workers, give the findings a serial run gives (cudalint.engine.runner._run_chunk's deep stack)."""
+    from cudalint.engine import runner
     from cudalint.api import lint_paths
 
     for name, data, _expected in VALID:

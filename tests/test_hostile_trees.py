@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cudalint.api import lint_paths
-from cudalint.cache import Cache
-from cudalint.catalogue import load_catalogue
+from cudalint.engine.cache import Cache
+from cudalint.core.catalogue import load_catalogue
 from tests.fixture_expectations import FIXTURES
 
 # real bug shapes and their good twins, from the fixtures

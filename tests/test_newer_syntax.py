@@ -1,4 +1,4 @@
-"""Code written for a newer Python than the one running cudalint is analyzed anyway (cudalint.newsyntax).
+"""Code written for a newer Python than the one running cudalint is analyzed anyway (cudalint.inputs.newsyntax).
 
 Each construct is linted as a user meets it: `python -m cudalint` in a subprocess, on the oldest
 interpreter the machine has (3.10), on this suite's own, and on 3.13 when it is there. Every file also
@@ -108,7 +108,7 @@ def test_offsets_agree_with_libcst_positions(case: str) -> None:
     import libcst as cst
     from libcst.metadata import MetadataWrapper, PositionProvider
 
-    from cudalint.newsyntax import offsets
+    from cudalint.inputs.newsyntax import offsets
 
     text = {**CASES, **UNHANDLED}[case][1]
     module = cst.parse_module(text)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cudalint.api import lint_paths
-from cudalint.notebook import shell_exports
+from cudalint.inputs.notebook import shell_exports
 
 
 def _nb(tmp_path: Path, cells, name="nb.ipynb") -> Path:

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from cudalint import runner
+from cudalint.engine import runner
 from cudalint.api import lint_paths
-from cudalint.cache import Cache
-from cudalint.catalogue import load_catalogue
-from cudalint.prefilter import scan, scan_tree
+from cudalint.engine.cache import Cache
+from cudalint.core.catalogue import load_catalogue
+from cudalint.scan.scanner import scan, scan_tree
 from tests.fixture_expectations import FIXTURES
 
 
@@ -176,7 +176,7 @@ def test_cache_is_shared_safely_by_two_runs(tmp_path: Path, monkeypatch) -> None
 # ---------- generated programs that exercise what the selection reasons about -------------------
 # Spellings of CUDA initialization, environment writes, process starts and NVML indices; classes,
 # decorators, default values, re-exports, imports inside functions, helpers that never return: the
-# selection reads all of these from the text (cudalint.prefilter) and must agree with the parser.
+# selection reads all of these from the text (cudalint.scan.select) and must agree with the parser.
 _INITS = [
     "torch.cuda.init()",
     "T.cuda.is_available()",
@@ -346,7 +346,7 @@ def test_rich_generated_programs_do_skip_files_and_do_find(tmp_path: Path) -> No
 @pytest.mark.parametrize("seed", range(10))
 def test_large_project_path_same_findings(seed: int, tmp_path: Path, monkeypatch) -> None:
     """Past PRECISE_MAX_FILES the selection goes module by module; it must agree as well."""
-    from cudalint import prefilter
+    from cudalint.scan import select as prefilter
 
     monkeypatch.setattr(prefilter, "PRECISE_MAX_FILES", 0)
     src = tmp_path / "src"
@@ -356,7 +356,7 @@ def test_large_project_path_same_findings(seed: int, tmp_path: Path, monkeypatch
 
 
 def test_the_halves_of_a_scan_make_the_whole() -> None:
-    """A big file's scan is made in two processes (cudalint.runner._Pool.map_scans): what
+    """A big file's scan is made in two processes (cudalint.engine.runner._Pool.map_scans): what
     `calls=False` leaves out, `stops=False` makes, and together they are the whole scan."""
     catalogue = load_catalogue()
     files = sorted(FIXTURES.rglob("*.py")) + sorted((FIXTURES.parent / "cudalint").glob("*.py"))
@@ -372,7 +372,7 @@ def test_the_halves_of_a_scan_make_the_whole() -> None:
 
 
 def test_scan_stores_the_call_graph_and_never_returning_paths() -> None:
-    """What cudalint.prefilter._Calls reads instead of parsing a file again."""
+    """What cudalint.scan.select._Calls reads instead of parsing a file again."""
     cat = load_catalogue()
     src = b"""import sys
 import helpers as h

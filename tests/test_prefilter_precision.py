@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from cudalint.catalogue import load_catalogue
-from cudalint.prefilter import _Calls, _effective_kinds, _Index, scan, scan_tree, select
+from cudalint.core.catalogue import load_catalogue
+from cudalint.scan.select import _Calls, _effective_kinds, _Index, select
+from cudalint.scan.scanner import scan, scan_tree
 
 JUDGED = ("child_env", "device_arg", "env_write", "gpu_index", "init", "monkeypatch", "process")
 

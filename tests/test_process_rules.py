@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cudalint.api import lint_paths
-from cudalint.config import Config
+from cudalint.inputs.config import Config
 
 LOOP = '''\
 import multiprocessing as mp

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from cudalint.api import lint_files
-from cudalint.catalogue import load_catalogue
-from cudalint.config import Config
+from cudalint.core.catalogue import load_catalogue
+from cudalint.inputs.config import Config
 from tests.fixture_expectations import FIXTURES
 
 CATALOGUE = load_catalogue(())

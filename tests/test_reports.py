@@ -13,8 +13,8 @@ from pathlib import Path
 
 import jsonschema
 
-from cudalint.registry import RULES, doc
-from cudalint.sarif import DOCS_URL
+from cudalint.core.registry import RULES, doc
+from cudalint.output.sarif import DOCS_URL
 from tests.fixture_expectations import FIXTURES
 
 SCHEMA = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"
@@ -77,7 +77,7 @@ def test_sarif_is_valid_sarif_2_1_0_and_carries_rules_paths_and_witnesses() -> N
 
 
 def notebook_file_line(path: Path, cell: int, line: int) -> int:
-    """Independently of cudalint.nblines: the file line holding cell `cell`'s line `line` (nbformat's
+    """Independently of cudalint.inputs.nblines: the file line holding cell `cell`'s line `line` (nbformat's
     one-string-per-line layout, each string on its own line of the JSON file)."""
     nb = json.loads(path.read_text(encoding="utf-8"))
     wanted = nb["cells"][cell - 1]["source"][line - 1]
@@ -121,8 +121,8 @@ def test_github_annotations() -> None:
 def test_github_escapes_properties_and_data() -> None:
     import io
 
-    from cudalint.findings import Finding
-    from cudalint.report import github
+    from cudalint.core.findings import Finding
+    from cudalint.output.report import github
 
     out = io.StringIO()
     github([Finding("CUD001", "a,b:c%.py", 1, 2, 1, 3, "50% done\r\nnext", severity="warning")], out)

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from cudalint import cache_files
+from cudalint.core import cache_files
 from cudalint.api import lint_paths
-from cudalint.cache import Cache
-from cudalint.catalogue import load_catalogue
+from cudalint.engine.cache import Cache
+from cudalint.core.catalogue import load_catalogue
 from tests.test_hardening import BUG, CANARY, CANARY_LINE
 
 BIN = Path(sys.executable).parent
@@ -113,7 +113,8 @@ def test_flake8_never_imports_the_trees_modules(tmp_path: Path, jobs: str) -> No
 def test_the_workers_see_the_trusted_path_and_the_users_folder(tmp_path: Path, monkeypatch) -> None:
     """cudalint.safepath: workers start in the standard library's folder (so '' finds only it) and
     then enter the run's folder; relative paths are still the user's."""
-    from cudalint import runner, safepath
+    from cudalint.engine import runner
+    from cudalint import safepath
 
     monkeypatch.chdir(tmp_path)
     pool = runner._executor(1)
@@ -257,7 +258,7 @@ def test_a_planted_catalogue_entry_hides_nothing(tmp_path: Path) -> None:
     plain = _run(src, None)
     assert [f["code"] for f in plain] == ["CUD001", "CUD001"]
     (cache_dir / "catalogue").mkdir(parents=True)
-    from cudalint.catalogue import catalogue_files, _load
+    from cudalint.core.catalogue import catalogue_files, _load
 
     for toml in catalogue_files():
         # the name cudalint would look for, with content that empties the library
@@ -293,7 +294,7 @@ def test_an_entry_of_the_wrong_shape_is_a_miss(tmp_path: Path, where: str, damag
     """Valid JSON of the wrong shape once stopped every run with exit 2. Planted (unsigned) or
     signed with this machine's key (a bug of cudalint's own), it is a miss: the findings are
     those of a run without the cache."""
-    from cudalint.catalogue import _load
+    from cudalint.core.catalogue import _load
 
     src, cache_dir = _project(tmp_path), tmp_path / "cache"
     plain = _run(src, None)
@@ -337,7 +338,7 @@ def test_an_entry_copied_under_another_name_is_a_miss(tmp_path: Path) -> None:
 def test_a_file_edited_between_the_two_reads_is_cached_under_the_bytes_parsed(tmp_path: Path, monkeypatch) -> None:
     """Pass 1 hashes a file's bytes, pass 2 reads it again to summarize it: an edit in between once
     stored the new summary under the old key, and the finding stayed hidden in every later run."""
-    from cudalint import runner
+    from cudalint.engine import runner
 
     src, cache_dir = tmp_path / "proj", tmp_path / "cache"
     src.mkdir()
@@ -507,7 +508,8 @@ def test_hostile_input_is_one_clear_line_and_the_run_goes_on(tmp_path: Path, nam
 def test_the_split_scan_never_parses_a_big_file_twice_at_once(tmp_path: Path) -> None:
     """A big file is scanned in two processes (runner.map_scans) only while two trees of it fit the
     memory one file may take."""
-    from cudalint import runner, source
+    from cudalint.engine import runner
+    from cudalint.inputs import source
 
     small = tmp_path / "small.py"
     small.write_bytes(b"x = 1\n" * (runner.BIG_FILE_BYTES // 6 + 1))

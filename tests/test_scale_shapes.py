@@ -7,7 +7,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from cudalint import flow
+from cudalint.analysis import flow
+from cudalint.analysis import facts
 from cudalint.api import lint_paths
 from tests.test_prefilter import _all_ways, _json
 
@@ -35,8 +36,8 @@ def test_generated_shapes_same_findings_every_way(tmp_path: Path, monkeypatch) -
 
 
 def test_generated_shapes_touched_file_same_findings(tmp_path: Path, monkeypatch) -> None:
-    from cudalint.cache import Cache
-    from cudalint.catalogue import load_catalogue
+    from cudalint.engine.cache import Cache
+    from cudalint.core.catalogue import load_catalogue
 
     src = tmp_path / "src"
     _generate(src, modules=40, per_package=10)
@@ -69,22 +70,22 @@ def test_each_module_top_level_walked_once(tmp_path: Path, monkeypatch) -> None:
 
 
 def test_imported_modules_are_one_shared_set() -> None:
-    a = flow.add_imported({}, frozenset({"a.py"}))
-    b = flow.add_imported(a, frozenset({"a.py"}))
+    a = facts.add_imported({}, frozenset({"a.py"}))
+    b = facts.add_imported(a, frozenset({"a.py"}))
     assert b is a  # nothing new imported: the same state, no copy
-    joined = flow.join([a, flow.add_imported({}, frozenset({"b.py"}))])
-    assert flow.imported(joined) == {"a.py", "b.py"}
-    assert flow.imported(flow.join([a, {}])) is flow.imported(a)
+    joined = facts.join([a, facts.add_imported({}, frozenset({"b.py"}))])
+    assert facts.imported(joined) == {"a.py", "b.py"}
+    assert facts.imported(facts.join([a, {}])) is facts.imported(a)
 
 
 def test_labels_nest_no_deeper_than_the_bound() -> None:
     """A chain of project calls (`x = self.a(x); x = self.b(x); ...`, a model's forward) once nested
     each call's result label inside the next: timm took 36 s and 680 MB. The nesting is cut at
     labels.MAX_INNER_DEPTH, whatever the chain's length."""
-    from cudalint import labels
+    from cudalint.summary import labels
     from cudalint.api import load_module
-    from cudalint.catalogue import load_catalogue
-    from cudalint.ir import Label
+    from cudalint.core.catalogue import load_catalogue
+    from cudalint.core.ir import Label
 
     def module(calls: int):
         body = "".join(f"    x = self.f{i}(x)\n" for i in range(calls))

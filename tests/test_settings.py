@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cudalint.settings import SettingsError, resolve
+from cudalint.inputs.settings import SettingsError, resolve
 
 BAD = 'import os\n\nimport torch\n\nif torch.cuda.is_available():\n    os.environ["CUDA_VISIBLE_DEVICES"] = "1"\n'
 

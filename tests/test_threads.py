@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import ast
 
-from cudalint.catalogue import load_catalogue
-from cudalint.summarize import summarize
-from cudalint.threads import flatten
+from cudalint.core.catalogue import load_catalogue
+from cudalint.summary.summarize import summarize
+from cudalint.analysis.thread_model import flatten
 
 
 def _ir(src: str):

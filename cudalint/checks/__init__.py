@@ -1,16 +1,16 @@
 """The checks: each judges one kind of IR event given the facts that hold before it.
 
 `build_checks` returns {event kind: [check, ...]} for the rules that are enabled; the flow engine
-(cudalint.flow) calls them wherever such an event happens, in its own function's state and again in
+(cudalint.analysis.flow) calls them wherever such an event happens, in its own function's state and again in
 every caller's state.
 """
 from __future__ import annotations
 
 from typing import Callable
 
-from cudalint.catalogue import Catalogue
+from cudalint.core.catalogue import Catalogue
 from cudalint.checks import device_values, env, fork, gpu_enumeration, gpu_index, library_fork, monkeypatch
-from cudalint.flow import Check, Derive
+from cudalint.analysis.flow import Check, Derive
 
 
 def build_checks(catalogue: Catalogue, enabled: Callable[[str], bool], target_version: str = "py310") -> dict[str, list[Check]]:

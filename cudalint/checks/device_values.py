@@ -13,9 +13,9 @@ import fnmatch
 import re
 from typing import Callable, Iterable, Optional
 
-from cudalint.catalogue import Catalogue
-from cudalint.findings import Finding
-from cudalint.flow import Exposed
+from cudalint.core.catalogue import Catalogue
+from cudalint.core.findings import Finding
+from cudalint.analysis.flow import Exposed
 
 NOT_STRINGS = {"int", "float", "bool", "NoneType", "list", "tuple", "dict", "set", "complex"}
 DEVICE_ORDERS = ("FASTEST_FIRST", "PCI_BUS_ID")

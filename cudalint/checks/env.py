@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Optional
 
-from cudalint.catalogue import Catalogue, EnvVar, env_fact
-from cudalint.findings import Finding, Step
+from cudalint.core.catalogue import Catalogue, EnvVar, env_fact
+from cudalint.core.findings import Finding, Step
 from cudalint.checks.fork import _judged_without_callers
-from cudalint.flow import Exposed, Fact
+from cudalint.analysis.flow import Exposed
+from cudalint.analysis.facts import Fact
 
 # process starts whose child gets the parent's environment as it is at the start (a child that
 # execs or spawns a fresh interpreter initializes its own driver, from that environment)

@@ -2,7 +2,7 @@
 
 Which calls start children, with which start method, and which function the children run is
 catalogue data (`starts_process`, `starts_on`, `child_work`, `start_method_arg`); the summarizer
-turns it into "process", "child_work" and "start_method" events (cudalint.labels).
+turns it into "process", "child_work" and "start_method" events (cudalint.summary.labels).
 
 The start method in effect is a gen-only fact too: `set_start_method` may be called once, so the
 first call on a path decides ("start_method:<m>"); a context object carries its own method as a
@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Optional
 
-from cudalint.callgraph import ProjectIndex
-from cudalint.findings import Finding, Step
-from cudalint.flow import Analyzer, Exposed, Fact
+from cudalint.analysis.callgraph import ProjectIndex
+from cudalint.core.findings import Finding, Step
+from cudalint.analysis.flow import Analyzer, Exposed
+from cudalint.analysis.facts import Fact
 
 SERVER = "forkserver:started"
 ENV_AFTER_SERVER = "env:after-forkserver"

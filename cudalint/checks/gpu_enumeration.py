@@ -5,7 +5,7 @@ A process may itself have been restricted (a scheduler, a container, a user). nv
 list every GPU of the machine regardless, so a layout built from them gives children (or this
 process) GPUs outside the restriction, or more GPUs than it has. The code is fine when, on the path
 to the write, it reads CUDA_VISIBLE_DEVICES (and, presumably, enumerates only when it is unset):
-the read is a gen-only fact ("env_read" events, cudalint.child_env), judged like CUD005's start
+the read is a gen-only fact ("env_read" events, cudalint.summary.child_env), judged like CUD005's start
 method, in every caller's state.
 
 Judged:
@@ -23,9 +23,10 @@ from typing import Callable, Iterable, Optional
 
 from cudalint.checks.fork import _judged_without_callers
 from cudalint.checks.gpu_index import _dedup, resolve
-from cudalint.findings import Finding, Step
-from cudalint.flow import Analyzer, Exposed, Fact
-from cudalint.ir import iter_events
+from cudalint.core.findings import Finding, Step
+from cudalint.analysis.flow import Analyzer, Exposed
+from cudalint.analysis.facts import Fact
+from cudalint.core.ir import iter_events
 
 CVD = "CUDA_VISIBLE_DEVICES"
 READ = "env_read:CUDA_VISIBLE_DEVICES"
@@ -42,7 +43,7 @@ def derivations() -> dict[str, list]:
 
 
 def child_start(index, step: Step) -> bool:
-    """The step is a process start handing the value to the child's work (cudalint.child_args)."""
+    """The step is a process start handing the value to the child's work (cudalint.summary.child_args)."""
     mod = index.module(step.path)
     return mod is not None and any(
         ev.loc[0] == step.line and len(ev.data) > 2 and ev.data[2] == "child" for ev in index.events(mod, "call_args")

@@ -2,7 +2,7 @@
 
 NVML and nvidia-smi number GPUs physically (PCI order) and ignore CUDA_VISIBLE_DEVICES; CUDA
 ordinals are numbered after it (and in CUDA_DEVICE_ORDER, FASTEST_FIRST by default). The values are
-labelled by the summarizer (cudalint.labels); this check resolves labels that come from a project
+labelled by the summarizer (cudalint.summary.labels); this check resolves labels that come from a project
 function's return value and judges the sinks:
 
 - an NVML index where a CUDA ordinal is expected (`torch.cuda.set_device`, `torch.device(f"cuda:{i}")`,
@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Optional
 
-from cudalint.callgraph import ProjectIndex
-from cudalint.findings import Finding, Step
-from cudalint.flow import Analyzer, Exposed
-from cudalint.ir import Label, ModuleIR
+from cudalint.analysis.callgraph import ProjectIndex
+from cudalint.core.findings import Finding, Step
+from cudalint.analysis.flow import Analyzer, Exposed
+from cudalint.core.ir import Label, ModuleIR
 
 CVD = "CUDA_VISIBLE_DEVICES"
 ORDER = "CUDA_DEVICE_ORDER"

@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-from cudalint.findings import Finding, Step
-from cudalint.flow import EMPTY, Analyzer, Summary
-from cudalint.ir import Event, ModuleIR, iter_events
+from cudalint.core.findings import Finding, Step
+from cudalint.analysis.flow import EMPTY, Analyzer, Summary
+from cudalint.core.ir import Event, ModuleIR, iter_events
 
 _MAX_IMPORTERS_IN_WITNESS = 5
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from cudalint.catalogue import Catalogue, env_fact
+from cudalint.core.catalogue import Catalogue, env_fact
 from cudalint.checks.gpu_index import _dedup
-from cudalint.findings import Finding, Step
-from cudalint.flow import Analyzer, Exposed
+from cudalint.core.findings import Finding, Step
+from cudalint.analysis.flow import Analyzer, Exposed
 
 
 def checks(catalogue: Catalogue, enabled: Callable[[str], bool]) -> list[tuple[str, Callable]]:

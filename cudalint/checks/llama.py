@@ -2,16 +2,17 @@
 (and CUD103, separate GPU contexts decoding at once: cudalint.checks.llama_gpu, on the same model).
 
 The thread model (which code runs on which threads, what each ref holds, which locks are held) is
-`cudalint.threads`; this module only turns its uses and creations into findings.
+`cudalint.analysis.threads`; this module only turns its uses and creations into findings.
 """
 from __future__ import annotations
 
 from typing import Callable
 
-from cudalint.catalogue import Catalogue
-from cudalint.findings import Finding, Step
-from cudalint.project import Project
-from cudalint.threads import Use, analyze, concurrent
+from cudalint.core.catalogue import Catalogue
+from cudalint.core.findings import Finding, Step
+from cudalint.core.project import Project
+from cudalint.analysis.thread_model import Use
+from cudalint.analysis.threads import analyze, concurrent
 
 
 def _name(use: Use) -> str:

@@ -5,7 +5,7 @@ CUD101 is about one context shared by threads. Here every thread may have its ow
 `Llama` made in the thread's function, a worker object per thread, or two global models used from
 two threads), which llama.cpp allows on the CPU; but its CUDA backend has failed when several
 contexts decode at once (the LLamaSharp report: "operation not permitted when stream is capturing";
-its fix was one global lock around decoding). The thread model (`cudalint.threads`) says which uses
+its fix was one global lock around decoding). The thread model (`cudalint.analysis.threads`) says which uses
 may overlap and which locks each holds; the catalogue's `gpu_offload` argument, read where the
 context was created ("llama_new" events), says whether it runs on the GPU.
 """
@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from typing import Optional
 
-from cudalint.findings import Finding, Step
-from cudalint.ir import iter_events
-from cudalint.project import Project
-from cudalint.threads import Use, concurrent
+from cudalint.core.findings import Finding, Step
+from cudalint.core.ir import iter_events
+from cudalint.core.project import Project
+from cudalint.analysis.thread_model import Use
+from cudalint.analysis.threads import concurrent
 
 
 def _offloaded(project: Project) -> dict[tuple[str, int], str]:

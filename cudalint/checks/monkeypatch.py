@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Optional
 
-from cudalint.catalogue import Catalogue
-from cudalint.findings import Finding
-from cudalint.flow import Exposed
+from cudalint.core.catalogue import Catalogue
+from cudalint.core.findings import Finding
+from cudalint.analysis.flow import Exposed
 
 
 def checks(catalogue: Catalogue, enabled: Callable[[str], bool]) -> Iterable[tuple[str, Callable]]:

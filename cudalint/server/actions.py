@@ -20,7 +20,7 @@ def _overlaps(a: types.Range, b: types.Range) -> bool:
 
 
 def code_actions(ls: "CudalintServer", params: types.CodeActionParams) -> list[types.CodeAction]:
-    from cudalint.suppress import add_noqa_text
+    from cudalint.engine.suppress import add_noqa_text
 
     uri = params.text_document.uri
     path = uri_to_path(uri)

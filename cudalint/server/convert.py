@@ -7,7 +7,7 @@ from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
 
-from cudalint.findings import Finding
+from cudalint.core.findings import Finding
 
 SOURCE = "cudalint"
 
@@ -33,7 +33,7 @@ def utf16_column(line_text: Optional[str], column: int) -> int:
 
 def diagnostic(f: Finding, line_of: Callable[[str, int], Optional[str]]) -> types.Diagnostic:
     """`line_of(path, line)`: the text of a 1-based line (from the buffer or the file), for columns."""
-    from cudalint.report import doc_url
+    from cudalint.output.report import doc_url
 
     start = types.Position(line=f.line - 1, character=utf16_column(line_of(f.path, f.line), f.column))
     end = types.Position(line=f.end_line - 1, character=utf16_column(line_of(f.path, f.end_line), f.end_column))
@@ -60,7 +60,7 @@ def diagnostic(f: Finding, line_of: Callable[[str, int], Optional[str]]) -> type
 
 
 def text_edits(edits, line_of: Callable[[int], Optional[str]]) -> list[types.TextEdit]:
-    """cudalint.fixinfo edits (1-based rows and code-point columns) -> LSP text edits."""
+    """cudalint.fixes.fixinfo edits (1-based rows and code-point columns) -> LSP text edits."""
     out = []
     for e in edits:
         start = types.Position(line=e.row - 1, character=utf16_column(line_of(e.row), e.column))

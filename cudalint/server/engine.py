@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Optional, Union
 
-from cudalint.cache import Cache
-from cudalint.findings import Finding
-from cudalint.ir import ModuleIR
+from cudalint.engine.cache import Cache
+from cudalint.core.findings import Finding
+from cudalint.core.ir import ModuleIR
 
 MEMORY_ENTRIES = 20000  # summaries kept in memory (a few KB each): bounded for a very large project
 
@@ -49,7 +49,7 @@ class MemoryCache(Cache):
 
 @dataclass(frozen=True)
 class Settings:
-    config: object  # cudalint.config.Config
+    config: object  # cudalint.inputs.config.Config
     path: Optional[Path]  # the settings file, if any
     stamp: Optional[tuple[int, int]]  # its (mtime_ns, size) when read
     error: Optional[str] = None  # a settings file cudalint cannot use: shown, defaults used
@@ -80,13 +80,13 @@ class Project:
 
     # ---- settings, reloaded when the file changes ----
     def settings(self) -> Settings:
-        from cudalint.settings import SettingsError, find_pyproject, resolve
+        from cudalint.inputs.settings import SettingsError, find_pyproject, resolve
 
         current = self._settings
         candidate = find_pyproject(self.root / "__cudalint_probe__.py")
         if current is not None and current.path == candidate and current.stamp == _stamp(candidate):
             return current
-        from cudalint.config import Config
+        from cudalint.inputs.config import Config
 
         try:
             config, path = resolve([str(self.root / "x.py")], str(candidate) if candidate else None)
@@ -102,14 +102,14 @@ class Project:
 
     def catalogue(self):
         if self._catalogue is None:
-            from cudalint.catalogue import load_catalogue
+            from cudalint.core.catalogue import load_catalogue
 
             self._catalogue = load_catalogue(self.settings().config.extend_catalogue)
         return self._catalogue
 
     def cache(self) -> MemoryCache:
         if self._cache is None:
-            from cudalint.cache import CACHE_DIR_NAME
+            from cudalint.engine.cache import CACHE_DIR_NAME
 
             directory = self.cache_dir or Path(os.environ.get("CUDALINT_CACHE_DIR") or self.root / CACHE_DIR_NAME)
             base = Cache.open(directory, self.catalogue())
@@ -118,7 +118,7 @@ class Project:
 
     def files(self) -> tuple[str, ...]:
         if self._files is None:
-            from cudalint.discover import discover
+            from cudalint.inputs.discover import discover
 
             config = self.settings().config
             self._files = discover(
@@ -153,8 +153,8 @@ class Project:
             return by_path
 
     def fixes(self, findings: list[Finding], texts: Mapping[str, str]) -> dict:
-        """The proven fixes of these findings (cudalint.fixinfo), with the open buffers in place."""
-        from cudalint.fixinfo import fixes_for
+        """The proven fixes of these findings (cudalint.fixes.fixinfo), with the open buffers in place."""
+        from cudalint.fixes.fixinfo import fixes_for
 
         with self._lock:
             files = list(self.files())

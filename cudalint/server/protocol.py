@@ -22,7 +22,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from cudalint import __version__
-from cudalint.findings import Finding
+from cudalint.core.findings import Finding
 from cudalint.server.convert import diagnostic, path_to_uri, text_edits, uri_to_path
 from cudalint.server.engine import Project, Projects
 

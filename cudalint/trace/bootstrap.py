@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 import sys
 
-from cudalint.trace import CONFIG_VAR, children, hooks, process
+from cudalint.trace.handoff import CONFIG_VAR
+from cudalint.trace import children, hooks, process
 from cudalint.trace.events import EventWriter
 from cudalint.trace.location import _PKG_DIR
 from cudalint.trace.plan import load_plan

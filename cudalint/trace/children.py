@@ -84,16 +84,6 @@ def enable(events_path: str, plan_path: str, state: TraceState) -> None:
     refresh(state)
 
 
-def start_child(config: str) -> None:
-    """In a new interpreter started below the traced program (from boot/sitecustomize.py)."""
-    _config[:] = [config]
-    _hide()
-    events_path, plan_path = config.split("\n")[:2]
-    from cudalint.trace import bootstrap
-
-    bootstrap.install(events_path, plan_path, root=False)
-
-
 def _command() -> list[str]:
     try:
         with open("/proc/self/cmdline", "rb") as fh:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 
-from cudalint.trace import run
+from cudalint.trace.launch import run
 
 USAGE = ("usage: cudalint --trace [--format text|json|sarif] [-o FILE] [--html FILE] [--findings FILE] "
          "[--catalogue FILE] [--events FILE] (-m module | script) [args...]")

@@ -30,7 +30,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from cudalint.findings import Finding
+from cudalint.core.findings import Finding
 from cudalint.trace.nvml import Gpu, describe, expected_gpus
 
 CONFIRMED, REFUTED, NOT_REACHED, NOT_CHECKED = "confirmed", "refuted", "not reached", "not checked"

@@ -13,7 +13,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from cudalint.findings import Finding
+    from cudalint.core.findings import Finding
 
 FORMATS = ("text", "json", "sarif")
 
@@ -51,7 +51,7 @@ def check_catalogue(paths: tuple[str, ...]) -> None:
     for p in paths:
         if not os.path.isfile(p):
             raise OptionError(f"--catalogue {p}: {'is a folder' if os.path.isdir(p) else 'no such file'}")
-    from cudalint.catalogue import CatalogueError, load_catalogue
+    from cudalint.core.catalogue import CatalogueError, load_catalogue
 
     try:
         load_catalogue(paths)
@@ -73,7 +73,7 @@ def load_findings(path: str) -> list[Finding]:
     checked: a file of the wrong shape is an error naming the entry, not a traceback later."""
     import json
 
-    from cudalint.findings import Finding, Step
+    from cudalint.core.findings import Finding, Step
 
     opt = f"--findings {path}"
     if os.path.isdir(path):

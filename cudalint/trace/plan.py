@@ -13,7 +13,7 @@ TYPE_CHECKING = False  # typing's import is start-up time the program waits for
 if TYPE_CHECKING:
     from typing import Any, Sequence
 
-    from cudalint.catalogue import Api, Catalogue
+    from cudalint.core.catalogue import Api, Catalogue
 
 
 def _conds(conds: tuple[tuple[tuple[str, ...], str], ...]) -> list[list[Any]]:
@@ -124,7 +124,7 @@ def cached_plan(extra: Sequence[str] = ()) -> str:
         return path
     import marshal
 
-    from cudalint.catalogue import load_catalogue
+    from cudalint.core.catalogue import load_catalogue
 
     data = build_plan(load_catalogue(tuple(extra)))
     try:

@@ -51,8 +51,8 @@ def to_json(result: TraceResult, command: list[str], status: int | None = None) 
 def to_sarif(result: TraceResult, cwd: str = ".") -> dict[str, Any]:
     """The linter's SARIF document, each result carrying its verdict and evidence as properties
     (`cudalintVerdict`, `cudalintEvidence`); runtime-only findings are results too."""
-    from cudalint import sarif
-    from cudalint.findings import Finding
+    from cudalint.output import sarif
+    from cudalint.core.findings import Finding
 
     findings = [v.finding for v in result.verdicts]
     runtime = [Finding(r.code, r.path, max(r.line, 1), 1, max(r.line, 1), 1, r.message) for r in result.runtime]

@@ -14,14 +14,14 @@ import sys
 import threading
 import time
 
-from cudalint.trace import BOOT, CONFIG_VAR
+from cudalint.trace.handoff import BOOT, CONFIG_VAR
 from cudalint.trace.plan import cached_plan, load_plan
 
 TYPE_CHECKING = False  # typing's import is start-up time the program waits for
 if TYPE_CHECKING:
     from typing import Any, Sequence, TextIO
 
-    from cudalint.findings import Finding
+    from cudalint.core.findings import Finding
 
 
 # Everything else is imported once the child runs: the program should not wait for the report code.
@@ -63,9 +63,9 @@ class _Static:
         except ImportError:
             self.note = "unavailable (cudalint.api is not installed); only runtime findings are shown"
             return
-        from cudalint.cache import Cache
-        from cudalint.catalogue import load_catalogue
-        from cudalint.config import Config
+        from cudalint.engine.cache import Cache
+        from cudalint.core.catalogue import load_catalogue
+        from cudalint.inputs.config import Config
 
         # the analyzer must read the same extra catalogue as the hooks; like `cudalint PATH`, it
         # reuses the summary cache, so tracing the same program again does not parse it again

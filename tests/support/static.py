@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 
-from cudalint.findings import Finding, Step
+from cudalint.core.findings import Finding, Step
 
 
 

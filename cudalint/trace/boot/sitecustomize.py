@@ -21,10 +21,11 @@ def _cudalint_trace() -> None:
             sys.path.insert(0, root)
             try:
                 from cudalint.trace import children
+                from cudalint.trace import child_start
             finally:
                 if sys.path and sys.path[0] == root:
                     del sys.path[0]
-            children.start_child(config)
+            child_start.start_child(config)
         except Exception:
             pass
     # the sitecustomize this one shadows (a distribution's, a virtualenv's), as if we were not here

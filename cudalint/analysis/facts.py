@@ -1,0 +1,156 @@
+"""What the flow engine knows at a point of a path: facts with their witnesses, states, and how they join.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Optional, Union
+
+from cudalint.core.findings import Step
+
+
+@dataclass(frozen=True)
+class Fact:
+    """Why a fact holds: the witness steps, innermost cause first; `cause` names it for messages."""
+
+    steps: tuple[Step, ...]
+    cause: tuple[str, str, int]  # (code text, path, line) of what made it true, for messages
+    # facts that, had they held when the walk that made this fact began, would have prevented it:
+    # `torch.cuda.is_available()` initializes only while PYTORCH_NVML_BASED_CUDA_CHECK is not "1"
+    # ("env_value:...=1", set by `import vllm`). A walk knows its own facts, not its callers': the
+    # condition is settled where the function is called (`Analyzer.apply`, the checks' lookups).
+    unless: tuple[str, ...] = ()
+
+    def later(self, step: Step) -> "Fact":
+        return Fact(self.steps + (step,), self.cause, self.unless)
+
+    def describe(self, here: str) -> str:
+        text, path, line = self.cause
+        return f"{text} (line {line})" if path == here else f"{text} ({path}:{line})"
+
+
+State = dict  # fact key -> Fact; treated as immutable (copied on write)
+
+# The project modules whose top level already ran on a path: one frozenset of paths under this key
+# (not one fact per module), because the set is as large as the import closure and a state is
+# copied at every import, call and exposed event: per-module facts made each copy, each exposed
+# event's saved state and each summary's facts grow with the number of modules (vllm: 24 GB).
+# A frozenset is shared between the states that do not add to it, and joins by union.
+IMPORTED = "imported"
+_NONE: frozenset = frozenset()
+
+
+def imported(state: State) -> frozenset:
+    return state.get(IMPORTED, _NONE)
+
+
+def _union(a: frozenset, b: frozenset) -> frozenset:
+    if a is b or b <= a:
+        return a
+    if a <= b:
+        return b
+    return a | b
+
+
+def join(states: Iterable[Optional[State]]) -> Optional[State]:
+    out: Optional[State] = None
+    for st in states:
+        if st is None:
+            continue
+        if out is None:
+            out = dict(st)
+        else:
+            for k, v in st.items():
+                if k == IMPORTED:
+                    out[k] = _union(out.get(k, _NONE), v)
+                    continue
+                old = out.setdefault(k, v)
+                if old.unless and not v.unless:
+                    out[k] = v  # one path made it hold unconditionally
+    return out
+
+
+def holds(fact: Optional[Fact], caller: Optional[State]) -> Optional[Fact]:
+    """A callee's fact seen from the call: gone when the caller's state at the call prevented it."""
+    if fact is None or not fact.unless or not caller:
+        return fact
+    return None if any(key in caller for key in fact.unless) else fact
+
+
+def seen_from(caller: State, local: State, key: str) -> Optional[Fact]:
+    """A fact at an event inside a callee: the caller's first, else the callee's own (settled at the call)."""
+    return caller.get(key) or holds(local.get(key), caller)
+
+
+def gen(state: State, keys: Iterable[str], fact: Fact) -> State:
+    new = None
+    for k in keys:
+        if k not in state or (state[k].unless and not fact.unless):
+            if k in state:  # it holds for sure now; the witness keeps the first cause
+                fact = Fact(state[k].steps, state[k].cause)
+            if new is None:
+                new = dict(state)
+            new[k] = fact
+    return state if new is None else new
+
+
+def add_imported(state: State, paths: frozenset) -> State:
+    have = imported(state)
+    both = _union(have, paths)
+    if both is have:
+        return state
+    new = dict(state)
+    new[IMPORTED] = both
+    return new
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """The facts an event inside a callee saw, as `join([here, inner])` would hold them, without
+    copying either: `here` is the caller's state at the call, `inner` what the callee saw (a state,
+    or another Seen one call deeper); the callee's facts count where they hold from the call
+    (cudalint.analysis.facts.holds). A copy per exposed event and caller was 48 million entries on vllm."""
+
+    here: State
+    inner: "Union[State, Seen]"
+    depth: int = 1
+
+    def get(self, key: str) -> Optional[Fact]:
+        if key == IMPORTED:
+            return None
+        levels = []
+        node: Union[State, Seen] = self
+        while type(node) is Seen:
+            levels.append(node.here)  # type: ignore[union-attr]
+            node = node.inner  # type: ignore[union-attr]
+        fact = node.get(key)  # type: ignore[union-attr]
+        for here in reversed(levels):  # from the innermost call outwards
+            fact = holds(fact, here)
+            mine = here.get(key)
+            if mine is not None and not (fact is not None and mine.unless and not fact.unless):
+                fact = mine
+        return fact
+
+
+# a lookup walks the chain: past this many calls it is made one dict again (a generated project of
+# 2,000 modules in import cycles spent 20x its time walking chains hundreds of calls deep)
+_FLATTEN = 12
+
+
+def seen(here: State, inner: "Union[State, Seen]") -> "Union[State, Seen]":
+    depth = inner.depth + 1 if type(inner) is Seen else 1  # type: ignore[union-attr]
+    chain = Seen(here, inner, depth)
+    if depth < _FLATTEN:
+        return chain
+    keys: set[str] = set()
+    node: Union[State, Seen] = chain
+    while type(node) is Seen:
+        keys.update(node.here)  # type: ignore[union-attr]
+        node = node.inner  # type: ignore[union-attr]
+    keys.update(node)  # type: ignore[arg-type]
+    keys.discard(IMPORTED)
+    flat = {}
+    for key in keys:
+        fact = chain.get(key)
+        if fact is not None:
+            flat[key] = fact
+    return flat

@@ -1,0 +1,360 @@
+"""Path-sensitive flow over the IR, with per-function summaries applied at call sites.
+
+The state is a set of facts that, once true, stay true ("CUDA's driver is initialized", "cupy was
+imported"), each with the first witness that made it true. Such gen-only facts compose: the facts
+at an event inside a function are the caller's facts at the call plus the function's own facts
+before the event. So each function is walked once, from an empty state, and its summary says
+(1) which facts may hold when it returns and (2) the events inside it that a check may want to
+judge again in a caller's state ("exposed" events).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Callable, Iterable, Optional, Union
+
+from cudalint.core.findings import Finding, Step
+from cudalint.core.ir import Block, Branch, Event, Loop, MainGuard, ModuleIR, Try
+from cudalint.core.project import Project
+from cudalint.analysis.facts import Fact, IMPORTED, add_imported, gen, holds, imported, join, seen, seen_from
+
+if TYPE_CHECKING:
+    from cudalint.analysis.facts import Seen, State
+
+if TYPE_CHECKING:
+    from cudalint.analysis.callgraph import ProjectIndex
+
+
+# The call steps to an exposed event, outermost first, as a linked list: (step, rest) or None.
+# Each caller prepends one step, sharing the callee's list; a tuple copied at every level made
+# each summary's events cost the depth of the import chain above them (2 GB on 2,000 modules).
+Link = Optional[tuple[Step, "Link"]]
+
+
+@dataclass(frozen=True, slots=True)
+class Exposed:
+    """An event inside a function, with the steps that lead to it from the function's entry."""
+
+    event: Event
+    path: str
+    link: Link  # call steps from the function's entry to the event, outermost first
+    local: "Union[State, Seen]"  # facts the function itself established before the event
+
+    @property
+    def chain(self) -> tuple[Step, ...]:
+        """The call steps as a tuple (built on each use: for messages and witnesses)."""
+        out = []
+        link = self.link
+        while link is not None:
+            out.append(link[0])
+            link = link[1]
+        return tuple(out)
+
+    @property
+    def nested(self) -> bool:
+        """Judged in a caller's walk (through at least one call or import)."""
+        return self.link is not None
+
+    @property
+    def outermost(self) -> Optional[Step]:
+        return self.link[0] if self.link is not None else None
+
+
+@dataclass(frozen=True)
+class Summary:
+    out: Optional[State]  # facts when it returns; None if it never returns normally
+    exposed: tuple[Exposed, ...]
+
+
+EMPTY = Summary(out={}, exposed=())
+
+# A check judges an event given the facts that hold before it:
+# check(analyzer, exposed_event, lookup, prefix_steps) -> Finding | None
+# The finding is at the event's own location, and its code depends on the event only (not on the
+# state): the first finding a check makes for an event is the one reported (Analyzer.judge).
+Check = Callable[["Analyzer", Exposed, Callable[[str], Optional[Fact]], tuple[Step, ...]], Optional[Finding]]
+
+# A derivation adds facts at an event, given the facts before it (still gen-only: "the fork server
+# has started", "an environment variable was written after that"). It runs where the event happens
+# and again in every caller's state, like a check:
+# derive(event, path, link, lookup) -> [(key, Fact), ...]  (link: the call steps to the event, see Link)
+Derive = Callable[[Event, str, "Link", Callable[[str], Optional[Fact]]], Iterable[tuple[str, Fact]]]
+
+
+@dataclass
+class _Walk:
+    mod: ModuleIR
+    include_main: bool
+    exposed: list[Exposed] = field(default_factory=list)
+    returns: list[State] = field(default_factory=list)
+    loops: list[tuple[list[State], list[State]]] = field(default_factory=list)  # (breaks, continues)
+    tries: list[list[State]] = field(default_factory=list)
+
+
+class Analyzer:
+    def __init__(
+        self,
+        project: Project,
+        checks: dict[str, list[Check]],
+        init_keys: Callable[[Event], list[str]],
+        derive: Optional[dict[str, list[Derive]]] = None,
+    ):
+        self.project = project
+        self.checks = checks
+        self.derive = derive or {}
+        self.init_keys = init_keys
+        self.summaries: dict[tuple[str, str], Summary] = {}
+        self.in_progress: set[tuple[str, str]] = set()
+        self.findings: dict[tuple, Finding] = {}
+        self.decided: set[tuple] = set()  # (check, path, event location) that already made its finding
+
+    @cached_property
+    def index(self) -> "ProjectIndex":
+        """Call-graph questions about the project (cudalint.analysis.callgraph), built once per run for every check."""
+        from cudalint.analysis.callgraph import ProjectIndex
+
+        return ProjectIndex(self.project)
+
+    # ---------- entry points -----------------------------------------------------------------
+    def run(self) -> list[Finding]:
+        for mod in sorted(self.project.modules, key=lambda m: m.path):
+            self.walk_root(mod, mod.top, include_main=True)
+            for qualname in mod.functions:
+                self.function_summary(mod, qualname)
+        return list(self.findings.values())
+
+    def walk_root(self, mod: ModuleIR, block: Block, include_main: bool) -> Summary:
+        w = _Walk(mod=mod, include_main=include_main)
+        end = self.block(block, {}, w)
+        return Summary(out=join([end] + w.returns), exposed=tuple(w.exposed))
+
+    def module_summary(self, mod: ModuleIR) -> Summary:
+        key = (mod.path, "")
+        if key in self.summaries:
+            return self.summaries[key]
+        if key in self.in_progress:
+            return EMPTY  # circular import: the partial module is what Python sees too
+        self.in_progress.add(key)
+        summary = self.walk_root(mod, mod.top, include_main=False)
+        self.in_progress.discard(key)
+        self.summaries[key] = summary
+        return summary
+
+    def function_summary(self, mod: ModuleIR, qualname: str) -> Summary:
+        key = (mod.path, qualname)
+        if key in self.summaries:
+            return self.summaries[key]
+        if key in self.in_progress:
+            return EMPTY  # recursion: the first activation's effects are what matter
+        fn = mod.functions.get(qualname)
+        if fn is None:
+            return EMPTY
+        self.in_progress.add(key)
+        summary = self.walk_root(mod, fn.body, include_main=False)
+        self.in_progress.discard(key)
+        self.summaries[key] = summary
+        return summary
+
+    # ---------- findings --------------------------------------------------------------------
+    def report(self, finding: Finding) -> None:
+        key = (finding.code, finding.path, finding.line, finding.column)
+        self.findings.setdefault(key, finding)
+
+    def judge(self, exposed: Exposed, state: State, prefix: tuple[Step, ...]) -> None:
+        ev = exposed.event
+        for check in self.checks.get(ev.kind, ()):
+            # a check reports at its event, under one code per event (see Check): once it has, every
+            # later judgment of that event (in another caller's state) would make a finding that
+            # report() drops. Judging again anyway cost a finding and its witness per import path.
+            decided = (check, exposed.path, ev.loc)
+            if decided in self.decided:
+                continue
+
+            def lookup(key: str, _state=state, _local=exposed.local) -> Optional[Fact]:
+                return seen_from(_state, _local, key)
+
+            finding = check(self, exposed, lookup, prefix)
+            if finding is not None:
+                self.report(finding)
+                if (finding.path, finding.line, finding.column) == (exposed.path, ev.loc[0], ev.loc[1]):
+                    self.decided.add(decided)
+
+    # ---------- walking -----------------------------------------------------------------------
+    def block(self, block: Block, state: Optional[State], w: _Walk) -> Optional[State]:
+        for node in block:
+            if state is None:
+                return None
+            state = self.node(node, state, w)
+        return state
+
+    def node(self, node, state: State, w: _Walk) -> Optional[State]:
+        if isinstance(node, Event):
+            return self.event(node, state, w)
+        if isinstance(node, Branch):
+            arms = [self.block(arm, state, w) for arm in node.arms]
+            if not node.exhaustive:
+                arms.append(state)
+            return join(arms)
+        if isinstance(node, Loop):
+            return self.loop(node, state, w)
+        if isinstance(node, Try):
+            return self.try_(node, state, w)
+        if isinstance(node, MainGuard):
+            return self.block(node.body if w.include_main else node.orelse, state, w)
+        return state
+
+    def loop(self, node: Loop, state: State, w: _Walk) -> Optional[State]:
+        w.loops.append(([], []))
+        first = self.block(node.body, state, w)
+        breaks, continues = w.loops[-1]
+        after1 = join([first] + continues)
+        again = None
+        if after1 is not None:
+            # a second iteration sees what the first did; say so in the witness
+            step = Step(w.mod.path, node.loc[0], "the loop runs again")
+            again = {k: (v if k in state or k == IMPORTED else v.later(step)) for k, v in after1.items()}
+            w.loops[-1] = (breaks, [])
+            second = self.block(node.body, again, w)
+            after2 = join([second] + w.loops[-1][1])
+        else:
+            after2 = None
+        breaks = w.loops.pop()[0]
+        normal = None if node.infinite else join([state, after1, after2])
+        if normal is not None and node.orelse:
+            normal = self.block(node.orelse, normal, w)
+        return join([normal] + breaks)
+
+    def try_(self, node: Try, state: State, w: _Walk) -> Optional[State]:
+        w.tries.append([])
+        body = self.block(node.body, state, w)
+        raised = w.tries.pop()
+        handler_entry = join([state, body] + raised)
+        ends = [self.block(h, handler_entry, w) for h in node.handlers]
+        ends.append(self.block(node.orelse, body, w) if body is not None else None)
+        after = join(ends)
+        if node.final:
+            # finally runs on every path, also when the body raised an uncaught exception
+            final_entry = after if after is not None else handler_entry
+            result = self.block(node.final, final_entry, w)
+            return result if after is not None else None
+        return after
+
+    def event(self, ev: Event, state: State, w: _Walk) -> Optional[State]:
+        kind = ev.kind
+        if kind == "init":
+            unless, needs = ev.data[4] if len(ev.data) > 4 else ((), ())
+            # `import diffusers` inside the diffusers package: the catalogue describes the installed
+            # package, but the project's own copy is what runs, and its top level is walked instead
+            own = len(ev.data) > 5 and self._own_copy(ev.data[5], w.mod)
+            if not own and not any(key in state for key in unless) and all(key in state for key in needs):
+                keys = self.init_keys(ev)
+                note = f"{ev.text} initializes CUDA" + (f" ({ev.data[3]})" if len(ev.data) > 3 and ev.data[3] else "")
+                fact = Fact(steps=(Step(w.mod.path, ev.loc[0], note),), cause=(ev.text, w.mod.path, ev.loc[0]), unless=tuple(unless))
+                state = gen(state, keys, fact)
+        elif kind == "import_lib":
+            fact = Fact(steps=(Step(w.mod.path, ev.loc[0], f"{ev.text} imports it"),), cause=(ev.text, w.mod.path, ev.loc[0]))
+            state = gen(state, [f"import:{m}" for m in ev.data], fact)
+        elif kind == "import":
+            for name in ev.data:
+                target = self.project.resolve_module(name, w.mod)
+                if target is None or target is w.mod:
+                    continue
+                # a module's top level runs once per process: a second import finds it in sys.modules
+                if target.path in imported(state):
+                    continue
+                summary = self.module_summary(target)
+                state = self.apply(summary, ev, state, w, f"{ev.text} runs {target.path}'s top level")
+                if state is None:
+                    return None
+                state = add_imported(state, frozenset((target.path,)))
+        elif kind == "call":
+            target = self.project.resolve_symbol(ev.data[0], w.mod)
+            if target is not None:
+                found = self.project.function(*target)
+                if found is not None:
+                    mod, fn = found
+                    summary = self.function_summary(mod, fn.qualname)
+                    state = self.apply(summary, ev, state, w, f"{ev.text} calls {fn.qualname}()")
+                    if state is None:
+                        return None
+        elif kind in ("exit",):
+            return None
+        elif kind == "raise":
+            if w.tries:
+                w.tries[-1].append(state)
+            return None
+        elif kind == "return":
+            w.returns.append(state)
+            return None
+        elif kind == "break":
+            if w.loops:
+                w.loops[-1][0].append(state)
+            return None
+        elif kind == "continue":
+            if w.loops:
+                w.loops[-1][1].append(state)
+            return None
+        if kind in self.checks:
+            exposed = Exposed(event=ev, path=w.mod.path, link=None, local={})
+            self.judge(exposed, state, ())
+        if kind in self.checks or kind in self.derive:
+            w.exposed.append(Exposed(event=ev, path=w.mod.path, link=None, local=state))
+        if kind in self.derive:
+            state = self.derived(ev, w.mod.path, None, state, state.get)
+        return state
+
+    def _own_copy(self, name: str, mod: ModuleIR) -> bool:
+        """The project holds the imported package and the importer lives in the tree that holds it
+        (the package's own modules, its tools and tests; also DeepSpeed's sdist, where `op_builder/`
+        sits beside `deepspeed/` and is installed inside it)."""
+        import os
+
+        target = self.project.resolve_module(name.split(".")[0], mod)
+        if target is None:
+            return False
+        path = os.path.normpath(target.path)
+        root = os.path.dirname(os.path.dirname(path) if os.path.basename(path) == "__init__.py" else path)
+        return os.path.normpath(mod.path).startswith(root + os.sep) if root else True
+
+    def derived(self, ev: Event, path: str, link: Link, state: State, lookup) -> State:
+        for key, fact in self._derive_facts(ev, path, link, lookup):
+            state = gen(state, [key], fact)
+        return state
+
+    def _derive_facts(self, ev: Event, path: str, link: Link, lookup) -> Iterable[tuple[str, Fact]]:
+        for derive in self.derive.get(ev.kind, ()):
+            yield from derive(ev, path, link, lookup)
+
+    def apply(self, summary: Summary, ev: Event, state: State, w: _Walk, note: str) -> Optional[State]:
+        step = Step(w.mod.path, ev.loc[0], note)
+        # facts derived in this caller's state from the callee's events so far, in their order
+        # (the caller may hold facts the callee could not see, e.g. the start method it set)
+        extra: State = {}
+        for inner in summary.exposed:
+            link = (step, inner.link)
+            here = state if not extra else {**extra, **state}
+            # judged in this caller's state: facts from here first, then the callee's own
+            if inner.event.kind in self.checks:
+                self.judge(Exposed(inner.event, inner.path, link, inner.local), here, ())
+            if inner.event.kind in self.derive:
+                before = lambda key, _s=here, _l=inner.local: seen_from(_s, _l, key)  # noqa: E731
+                for key, fact in self._derive_facts(inner.event, inner.path, link, before):
+                    if key not in state:
+                        extra.setdefault(key, fact)
+            if len(w.exposed) < 200:
+                # the callee's facts that hold from this call (cudalint.analysis.facts.holds), joined with the caller's
+                # the callee's facts that hold from this call, under the caller's (cudalint.analysis.facts.Seen)
+                w.exposed.append(Exposed(inner.event, inner.path, link, seen(here, inner.local)))
+        if summary.out is None:
+            return None
+        added = {
+            k: v.later(step)
+            for k, v in summary.out.items()
+            if k != IMPORTED and (k not in state or (state[k].unless and not v.unless)) and holds(v, state) is not None
+        }
+        for key, fact in extra.items():
+            added.setdefault(key, fact)
+        if added:
+            state = dict(state)
+            state.update(added)
+        return add_imported(state, imported(summary.out))

@@ -1,0 +1,188 @@
+"""How the thread analysis resolves a name to a shared object, a singleton or a lock
+(mixed into `ThreadAnalysis`).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import TYPE_CHECKING, Iterable, Optional
+
+from cudalint.analysis.thread_model import Obj
+from cudalint.core.findings import Step
+from cudalint.core.ir import Function, ModuleIR
+
+if TYPE_CHECKING:
+    from cudalint.analysis.thread_model import Key
+
+
+_LOCKISH = re.compile(r"lock|mutex|sem", re.IGNORECASE)
+
+
+class _Resolve:
+    """How the thread analysis resolves a name to a shared object, a singleton or a lock
+    (mixed into `ThreadAnalysis`)."""
+
+    def function(self, symbol: str, mod: ModuleIR) -> Optional[tuple[ModuleIR, Function]]:
+        target = self.project.resolve_symbol(symbol, mod)
+        if target is None:
+            return None
+        return self.project.function(*target)
+
+    def canon(self, ref: str, mod: ModuleIR, fn: str) -> Optional[Key]:
+        kind, _, rest = ref.partition(":")
+        if kind == "v":
+            scope, _, name = rest.partition(":")
+            return ("g", mod.path, name) if scope == "" else ("l", mod.path, scope, name)
+        if kind == "a":
+            cls, _, attr = rest.rpartition(".")
+            if "." not in cls:
+                return ("a", mod.path, cls, attr)
+            target = self.project.resolve_symbol(cls, mod)
+            return ("a", target[0].path, target[1], attr) if target else ("a", "?", cls, attr)
+        if kind == "m":
+            target = self.project.resolve_symbol(rest, mod)
+            if target is None or "." in target[1]:
+                return None
+            return ("g", target[0].path, target[1])
+        if kind == "c":
+            return ("c", mod.path, rest)
+        if kind == "e":
+            inner = self.canon(rest, mod, fn)  # an element of a container (cudalint.summary.container_refs)
+            return inner + ("elem",) if inner is not None and inner[0] != "c" else None
+        return None
+
+    def binds_of(self, key: Key) -> list:
+        found = self.binds.get(key, [])
+        if found or key[0] != "a":
+            return found
+        # an attribute set in a base class's __init__
+        path, cls, attr = key[1], key[2], key[3]
+        mod = self.project.by_path.get(path) if path != "?" else None
+        seen = set()
+        while mod is not None and cls in mod.classes and (path, cls) not in seen:
+            seen.add((path, cls))
+            for base in mod.classes[cls].bases:
+                target = (mod, base[1:]) if base.startswith(":") else self.project.resolve_symbol(base, mod)
+                if target is None:
+                    continue
+                found = self.binds.get(("a", target[0].path, target[1], attr), [])
+                if found:
+                    return found
+                mod, cls, path = target[0], target[1], target[0].path
+                break
+            else:
+                break
+        return []
+
+    # ---------- what a ref holds ----------------------------------------------------------------
+    def obj(self, key: Optional[Key], depth: int = 0) -> Optional[Obj]:
+        if key is None or depth > 8:
+            return None
+        cache_key = key
+        if cache_key in self._obj_cache:
+            return self._obj_cache[cache_key]
+        self._obj_cache[cache_key] = None  # cycles
+        result = self._obj(key, depth)
+        self._obj_cache[cache_key] = result
+        return result
+
+    def _obj(self, key: Key, depth: int) -> Optional[Obj]:
+        if key[-1] == "elem":
+            whole = self.obj(key[:-1], depth + 1)
+            return replace(whole, identity=key) if whole is not None and whole.identity[0] != "fresh" else None
+        if key[0] == "c":
+            mod = self.project.by_path.get(key[1])
+            return self.call_result(key[2], mod, store=None, depth=depth) if mod else None
+        for origin, mod, fn, line, _ in self.binds_of(key):
+            found = self.from_origin(origin, mod, fn, line, key, depth)
+            if found is not None:
+                return found
+        return None
+
+    def from_origin(self, origin: str, mod: ModuleIR, fn: str, line: int, store: Optional[Key], depth: int) -> Optional[Obj]:
+        kind, _, rest = origin.partition(":")
+        if kind == "new":
+            api = next((a for a in self.cat.calls_named(rest) if a.get("llama_context")), None)
+            if api is None:
+                return None
+            cls = api.get("returns") or api.name
+            short = cls.rsplit(".", 1)[-1]
+            return Obj(identity=store or ("fresh", mod.path, line), cls=cls, created=Step(mod.path, line, f"the {short} is created here"), api=rest)
+        if kind == "ref":
+            return self.obj(self.canon(rest, mod, fn), depth + 1)
+        if kind == "c":
+            return self.call_result(rest, mod, store, depth)
+        if kind == "each":
+            # iterating a container: its elements are one known object only when it repeats one
+            key = self.canon(rest, mod, fn)
+            for inner, bmod, bfn, bline, _ in self.binds_of(key) if key else ():
+                if inner.startswith("ref:"):
+                    found = self.from_origin(inner, bmod, bfn, bline, None, depth + 1)
+                    if found is not None:
+                        return found
+            return None
+        return None
+
+    def call_result(self, symbol: str, mod: ModuleIR, store: Optional[Key], depth: int) -> Optional[Obj]:
+        target = self.function(symbol, mod)
+        if target is None:
+            # an imported object (`from models import llm`) is not a call result
+            return None
+        tmod, tfn = target
+        singleton = self.singleton(tfn)
+        for origin, rmod, rfn, line in self.returns.get((tmod.path, tfn.qualname), []):
+            found = self.from_origin(origin, rmod, rfn, line, None, depth + 1)
+            if found is None:
+                continue
+            if singleton:
+                return replace(found, identity=("r", tmod.path, tfn.qualname))
+            if found.identity[0] == "fresh":
+                return replace(found, identity=store or found.identity)
+            return found
+        return None
+
+    def singleton(self, fn: Optional[Function]) -> Optional[str]:
+        if fn is None:
+            return None
+        for dec in fn.decorators:
+            for api in self.cat.calls_named(dec) if dec else ():
+                if api.get("singleton"):
+                    return api.get("singleton")
+        return None
+
+    def lock(self, ref: str, mod: ModuleIR, fn: str) -> Optional[Key]:
+        """The identity of a lock that serializes, or None."""
+        if ref.startswith("new:"):
+            return None  # `with threading.Lock():` makes a new lock every time
+        key = self.canon(ref, mod, fn)
+        if key is None:
+            return None
+        seen = set()
+        while key is not None and key not in seen:
+            seen.add(key)
+            binds = self.binds_of(key)
+            if not binds:
+                # a lock we cannot see being made (a parameter, another library): trust its name
+                return key if _LOCKISH.search(str(key[-1])) else None
+            origin, bmod, bfn = binds[0][0], binds[0][1], binds[0][2]
+            kind, _, rest = origin.partition(":")
+            if kind == "lock":
+                return key if rest.endswith(":1") else None
+            if kind == "ref":
+                key = self.canon(rest, bmod, bfn)
+                continue
+            if kind == "c":
+                return key if _LOCKISH.search(str(key[-1])) else None
+            return None
+        return None
+
+    def effective_locks(self, held: Iterable[str], mod: ModuleIR, fn: str) -> frozenset:
+        out = set()
+        for ref in held:
+            ident = self.lock(ref, mod, fn)
+            if ident is None:
+                continue
+            if ident[0] == "l" and not (fn.startswith(ident[2] + ".") and fn != ident[2]):
+                continue  # a lock made by this very call protects nothing against other calls
+            out.add(ident)
+        return frozenset(out)

@@ -1,0 +1,413 @@
+"""Load `rules/catalogue/*.toml`: what each library call does, as data.
+
+The analyzer and the tracer both read the catalogue through `load_catalogue`; the schema is
+documented in `rules/catalogue/README.md`.
+"""
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Optional
+
+from cudalint.resources import catalogue_dir
+
+INIT_LEVELS = ("driver", "context", "none", "lazy")
+KINDS = ("call", "method", "import", "probe", "attribute", "env_read")
+EFFECT_FIELDS = {
+    "exits": bool,
+    "env_write": dict,
+    "env_mapping": bool,
+    "forks": bool,
+    "starts_process": str,
+    "starts_thread": bool,
+    "lock": bool,
+    "llama_context": bool,
+    "touches_context": bool,
+    "nvml_index_source": bool,
+    "cuda_ordinal_sink": str,
+    "sets_start_method": bool,
+    "returns": str,
+    "device_arg": str,
+    "device_ok": list,
+    # threads (CUD101/CUD102): see rules/catalogue/README.md
+    "thread_target": str,
+    "thread_many": bool,
+    "thread_waits": bool,
+    "concurrency": str,
+    "endpoint": str,
+    "singleton": str,
+    "lock_count": str,
+    "streams": str,
+    "concurrent_use": str,
+    "concurrent_limit": str,
+    "concurrent_inputs": str,
+    "reruns_script": bool,
+    # CUD004/CUD005/CUD006 data flow (rules/catalogue/README.md)
+    "cuda_ordinal_source": bool,
+    "nvml_index_sink": str,
+    "index_attribute": str,
+    "index_container": str,
+    "output_file": str,
+    "gpu_offload": str,
+    "workers": str,
+    "executor": str,
+    "ordinal_map": bool,
+    "child_work": str,
+    "child_args": str,
+    "child_uses_cuda": bool,
+    "spawn_seen_init": list,
+    "spawn_when_env": dict,
+    "env_arg": str,
+    "starts_on": str,
+    "start_method_arg": str,
+    # environment-dependent effects (rules/catalogue/README.md): what a call or an import writes,
+    # and the variables that switch an entry's `init` off or on
+    "sets_env": dict,
+    "unless_env": dict,
+    "when_env": dict,
+    # CUD008: the call answers whether or how many GPUs there are
+    "gpu_presence": bool,
+}
+API_FIELDS = {"name", "kind", "init", "note", "evidence", "match", "unless", "library"} | set(EFFECT_FIELDS)
+ENV_FIELDS = {"name", "frozen_by", "also_frozen_by", "reader", "rule", "note", "evidence", "library"}
+
+
+class CatalogueError(ValueError):
+    """A catalogue file that cannot be used; the message names the file and the entry."""
+
+
+@dataclass(frozen=True)
+class Api:
+    name: str
+    kind: str = "call"
+    library: str = ""
+    init: str | None = None
+    note: str = ""
+    evidence: str = ""
+    # ((("0", "device"), "cuda*"), ...): argument slots and the glob their literal must match
+    match: tuple[tuple[tuple[str, ...], str], ...] = ()
+    unless: tuple[tuple[tuple[str, ...], str], ...] = ()
+    effects: tuple[tuple[str, Any], ...] = ()
+    source: str = ""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        for k, v in self.effects:
+            if k == key:
+                return v
+        return default
+
+    @property
+    def initializes(self) -> bool:
+        return self.init in ("driver", "context")
+
+    @property
+    def is_glob(self) -> bool:
+        return any(ch in self.name for ch in "*?[")
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    name: str
+    frozen_by: str
+    rule: str = "CUD001"
+    library: str = ""
+    note: str = ""
+    evidence: str = ""
+    source: str = ""
+    also_frozen_by: tuple[str, ...] = ()  # other facts that freeze it too (pycuda.autoprimaryctx)
+    reader: str = ""  # who reads it, for messages ("CuPy", "PyTorch's CUDA caching allocator")
+
+    @property
+    def frozen_keys(self) -> tuple[str, ...]:
+        return (self.frozen_by,) + self.also_frozen_by
+
+
+@dataclass(frozen=True)
+class Library:
+    name: str
+    import_roots: tuple[str, ...]
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    libraries: tuple[Library, ...]
+    apis: tuple[Api, ...]
+    env: tuple[EnvVar, ...]
+    by_name: Mapping[str, tuple[Api, ...]] = field(default_factory=dict, compare=False)
+    globs: tuple[Api, ...] = field(default=(), compare=False)
+    methods: Mapping[str, tuple[Api, ...]] = field(default_factory=dict, compare=False)
+    imports: Mapping[str, tuple[Api, ...]] = field(default_factory=dict, compare=False)
+    env_by_name: Mapping[str, EnvVar] = field(default_factory=dict, compare=False)
+    _named: dict = field(default_factory=dict, compare=False, repr=False)  # calls_named's answers
+
+    def calls_named(self, qualname: str) -> tuple[Api, ...]:
+        """Entries (kind call) for a resolved qualified name, exact entries first, then globs."""
+        got = self._named.get(qualname)
+        if got is None:
+            exact = self.by_name.get(qualname, ())
+            got = exact + tuple(a for a in self.globs if fnmatch.fnmatchcase(qualname, a.name)) if self.globs else exact
+            if len(self._named) < 100_000:  # (the names of one run's files; bounded all the same)
+                self._named[qualname] = got
+        return got
+
+    def library_of(self, qualname: str) -> str | None:
+        root = qualname.split(".", 1)[0]
+        for lib in self.libraries:
+            if root in lib.import_roots:
+                return lib.name
+        return None
+
+    def context_methods(self) -> dict[str, tuple[str, ...]]:
+        """Class -> the methods that use its llama.cpp/ggml context (`touches_context` entries).
+
+        The tracer wraps these to see two threads inside one instance at once (CUD101 at run time).
+        """
+        out: dict[str, list[str]] = {}
+        for api in self.apis:
+            if api.get("touches_context") and api.kind == "call" and "." in api.name:
+                cls, _, method = api.name.rpartition(".")
+                out.setdefault(cls, []).append(method)
+        return {cls: tuple(dict.fromkeys(ms)) for cls, ms in out.items()}
+
+    def trigger_words(self) -> frozenset[str]:
+        """Identifiers whose absence from a file proves the file has no catalogue effect."""
+        words: set[str] = set()
+        for api in self.apis:
+            if api.kind == "probe":
+                continue
+            last = api.name.rsplit(".", 1)[-1].lstrip(".")
+            if api.kind == "import":
+                last = api.name.split(".")[-1]
+            if not any(ch in last for ch in "*?["):
+                words.add(last)
+            else:
+                # a glob's last component says nothing; its last fixed component (`numpy` of
+                # `jax.numpy.*`, which every import of it names) and its argument patterns do
+                fixed = [p for p in api.name.split(".") if not any(ch in p for ch in "*?[")]
+                if len(fixed) > 1:
+                    words.add(fixed[-1])
+                for slots, _ in api.match:
+                    words.update(s for s in slots if not s.isdigit())
+        words.update(e.name for e in self.env)
+        return frozenset(w for w in words if w)
+
+
+def env_fact(var: str, value: str) -> str:
+    """The flow fact an environment write establishes, as `unless_env`/`when_env` name it:
+    "env_set:V" for the pattern "*" (any value), else "env_value:V=L"."""
+    return f"env_set:{var}" if value == "*" else f"env_value:{var}={value}"
+
+
+def _slots(key: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in key.split("|") if part.strip())
+
+
+def _conditions(value: Any, where: str) -> tuple[tuple[tuple[str, ...], str], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        raise CatalogueError(f"{where}: expected a table of argument patterns, got {type(value).__name__}")
+    out = []
+    for key, pattern in value.items():
+        if not isinstance(pattern, str):
+            raise CatalogueError(f"{where}: pattern for {key!r} must be a string")
+        out.append((_slots(key), pattern))
+    return tuple(out)
+
+
+def _api(raw: Mapping[str, Any], library: str, source: str, index: int) -> Api:
+    where = f"{source}: [[api]] #{index + 1}"
+    unknown = set(raw) - API_FIELDS
+    if unknown:
+        raise CatalogueError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise CatalogueError(f"{where}: `name` is required and must be a string")
+    where = f"{source}: [[api]] {name}"
+    kind = raw.get("kind", "method" if name.startswith(".") else "call")
+    if kind not in KINDS:
+        raise CatalogueError(f"{where}: kind must be one of {', '.join(KINDS)}, not {kind!r}")
+    init = raw.get("init")
+    if init is not None and init not in INIT_LEVELS:
+        raise CatalogueError(f"{where}: init must be one of {', '.join(INIT_LEVELS)}, not {init!r}")
+    effects = []
+    for key, typ in EFFECT_FIELDS.items():
+        if key in raw:
+            if not isinstance(raw[key], typ):
+                raise CatalogueError(f"{where}: `{key}` must be {typ.__name__}")
+            value = raw[key]
+            if isinstance(value, dict):
+                value = tuple(sorted(value.items()))
+            elif isinstance(value, list):
+                value = tuple(value)
+            effects.append((key, value))
+    return Api(
+        name=name.lstrip(".") if kind in ("method", "attribute") else name,
+        kind=kind,
+        library=str(raw.get("library", library)),
+        init=init,
+        note=str(raw.get("note", "")),
+        evidence=str(raw.get("evidence", "")),
+        match=_conditions(raw.get("match"), where),
+        unless=_conditions(raw.get("unless"), where),
+        effects=tuple(effects),
+        source=source,
+    )
+
+
+def _env(raw: Mapping[str, Any], library: str, source: str) -> EnvVar:
+    unknown = set(raw) - ENV_FIELDS
+    name = raw.get("name")
+    where = f"{source}: [[env]] {name}"
+    if unknown:
+        raise CatalogueError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+    if not isinstance(name, str) or not isinstance(raw.get("frozen_by"), str):
+        raise CatalogueError(f"{where}: `name` and `frozen_by` are required strings")
+    frozen_by = raw["frozen_by"]
+    also = raw.get("also_frozen_by", [])
+    if not isinstance(also, list) or not all(isinstance(k, str) for k in also):
+        raise CatalogueError(f"{where}: `also_frozen_by` must be a list of strings")
+    for key in [frozen_by, *also]:
+        if not (key.startswith("init:") or key.startswith("import:")):
+            raise CatalogueError(f"{where}: frozen_by must be init:<library|driver> or import:<module>, not {key!r}")
+    return EnvVar(
+        name=name,
+        frozen_by=frozen_by,
+        rule=str(raw.get("rule", "CUD001")),
+        library=str(raw.get("library", library)),
+        note=str(raw.get("note", "")),
+        evidence=str(raw.get("evidence", "")),
+        source=source,
+        also_frozen_by=tuple(also),
+        reader=str(raw.get("reader", "")),
+    )
+
+
+def parse_catalogue_text(text: str, source: str) -> tuple[Library, list[Api], list[EnvVar]]:
+    return _from_data(_toml(text, source), source)
+
+
+def _toml(text: str, source: str) -> dict:
+    from cudalint.core.tomlreader import tomllib  # (a run that finds the parsed catalogue in the cache never needs it)
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogueError(f"{source}: not valid TOML: {exc}") from None
+
+
+def _from_data(data: dict, source: str) -> tuple[Library, list[Api], list[EnvVar]]:
+    unknown = set(data) - {"library", "api", "env"}
+    if unknown:
+        raise CatalogueError(f"{source}: unknown table(s) {', '.join(sorted(unknown))}")
+    lib_raw = data.get("library", {})
+    name = str(lib_raw.get("name", Path(source).stem))
+    roots = lib_raw.get("import_roots", [name])
+    library = Library(name=name, import_roots=tuple(roots), source=source)
+    apis = [_api(raw, name, source, i) for i, raw in enumerate(data.get("api", []))]
+    env = [_env(raw, name, source) for raw in data.get("env", [])]
+    return library, apis, env
+
+
+def build(parts: Iterable[tuple[Library, list[Api], list[EnvVar]]]) -> Catalogue:
+    libraries: list[Library] = []
+    apis: list[Api] = []
+    env: list[EnvVar] = []
+    for lib, lib_apis, lib_env in parts:
+        libraries.append(lib)
+        apis.extend(lib_apis)
+        env.extend(lib_env)
+    by_name: dict[str, list[Api]] = {}
+    methods: dict[str, list[Api]] = {}
+    imports: dict[str, list[Api]] = {}
+    globs: list[Api] = []
+    for api in apis:
+        if api.kind == "method":
+            methods.setdefault(api.name, []).append(api)
+        elif api.kind == "import":
+            imports.setdefault(api.name, []).append(api)
+        elif api.kind == "call":
+            if api.is_glob:
+                globs.append(api)
+            else:
+                by_name.setdefault(api.name, []).append(api)
+    return Catalogue(
+        libraries=tuple(libraries),
+        apis=tuple(apis),
+        env=tuple(env),
+        by_name={k: tuple(v) for k, v in by_name.items()},
+        globs=tuple(globs),
+        methods={k: tuple(v) for k, v in methods.items()},
+        imports={k: tuple(v) for k, v in imports.items()},
+        env_by_name={e.name: e for e in env},
+    )
+
+
+def catalogue_files(extra: Iterable[str | Path] = ()) -> list[Path]:
+    files = sorted(catalogue_dir().glob("*.toml"))
+    files.extend(Path(p) for p in extra)
+    return files
+
+
+def load_catalogue(extra: Iterable[str | Path] = (), cache_dir: Optional[Path] = None) -> Catalogue:
+    """The bundled catalogue plus the user's files (`extend-catalogue`), in that order.
+    `cache_dir`: where the files' parsed TOML is kept as JSON (tomllib is pure Python: parsing the
+    catalogue was a tenth of a run that the cache otherwise answers)."""
+    return _load(tuple(str(p) for p in extra), str(cache_dir) if cache_dir is not None else None)
+
+
+@lru_cache(maxsize=8)
+def _load(extra: tuple[str, ...], cache_dir: Optional[str] = None) -> Catalogue:
+    parts = []
+    for path in catalogue_files(extra):
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise CatalogueError(f"{path}: cannot read catalogue: {exc.strerror or exc}") from None
+        parsed = _parsed_cached(data, cache_dir)
+        if parsed is not None:
+            try:
+                parts.append(_from_data(parsed, str(path)))
+                continue
+            except (CatalogueError, TypeError, ValueError, AttributeError, KeyError):
+                pass  # a cached entry of the wrong shape is a miss: parse the file itself
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CatalogueError(f"{path}: cannot read catalogue: not UTF-8 ({exc.reason})") from None
+        parsed = _toml(text, str(path))
+        if cache_dir is not None:
+            _keep_parsed(data, parsed, cache_dir)
+        parts.append(_from_data(parsed, str(path)))
+    return build(parts)
+
+
+def _parsed_file(data: bytes) -> str:
+    return f"catalogue/{hashlib.sha256(data).hexdigest()[:32]}.json"
+
+
+def _parsed_cached(data: bytes, cache_dir: Optional[str]) -> Optional[dict]:
+    """The parsed TOML of `data` as this machine's cudalint wrote it (cudalint.core.cache_files: a planted
+    or damaged entry is a miss)."""
+    if cache_dir is None:
+        return None
+    from cudalint.core import cache_files
+
+    value = cache_files.read(Path(cache_dir), _parsed_file(data))
+    return value if isinstance(value, dict) else None
+
+
+def _keep_parsed(data: bytes, parsed: dict, cache_dir: str) -> None:
+    """Write the parsed TOML (plain JSON, keyed by the file's bytes); a failure only costs time."""
+    from cudalint.core import cache_files
+
+    try:
+        payload = json.dumps(parsed).encode()
+    except (TypeError, ValueError):  # a TOML date has no JSON form: that file is parsed each time
+        return
+    cache_files.write(Path(cache_dir), _parsed_file(data), payload)

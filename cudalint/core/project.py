@@ -1,0 +1,139 @@
+"""The linted project: which module a dotted name or an import refers to.
+
+Resolution follows what Python would do when the program runs: a script's own directory comes
+first on sys.path (`import utils` next to `train.py`), then packages found by walking up the
+`__init__.py` files.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import PurePath
+from typing import Optional
+
+from cudalint.core.ir import Function, ModuleIR, iter_events
+
+
+def module_name(path: PurePath, packages: Optional[dict[str, str]] = None) -> tuple[str, bool]:
+    """Dotted module name from the `__init__.py` files above `path`, and whether it is a package.
+    `packages`: what the directories asked before are (one run's, so a file added later counts)."""
+    head, name = os.path.split(os.fspath(path))
+    is_package = name == "__init__.py"
+    package = _package_of(head, {} if packages is None else packages)
+    stem = "" if is_package else (name[:-3] if name.endswith(".py") else os.path.splitext(name)[0])
+    dotted = ".".join(p for p in (package, stem) if p)
+    if not dotted.isascii() and not _encodable(dotted):
+        return "", is_package  # a name that is not UTF-8 bytes: no import statement can name it
+    return dotted, is_package
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def _package_of(directory: str, known: dict[str, str]) -> str:
+    """The dotted package a directory is ("" none), from the `__init__.py` files above it. A loop,
+    not recursion: a tree may nest packages deeper than Python's recursion limit."""
+    chain: list[tuple[str, str]] = []  # (directory, its name) from `directory` up, not yet known
+    cur = directory
+    while cur not in known:
+        parent, name = os.path.split(cur)
+        if not os.path.isfile(os.path.join(cur, "__init__.py")):
+            known[cur] = ""
+            break
+        if parent == cur or not name:
+            known[cur] = name
+            break
+        chain.append((cur, name))
+        cur = parent
+    above = known[cur]
+    for folder, name in reversed(chain):
+        above = known[folder] = f"{above}.{name}" if above else name
+    return known[directory]
+
+
+@dataclass
+class Project:
+    modules: list[ModuleIR]
+    by_name: dict[str, list[ModuleIR]] = field(default_factory=dict)
+    by_path: dict[str, ModuleIR] = field(default_factory=dict)
+    _resolved: dict = field(default_factory=dict, repr=False)  # (importer's path, name) -> module
+
+    def __post_init__(self) -> None:
+        for mod in self.modules:
+            self.by_path[_norm(mod.path)] = mod
+            if mod.module:
+                self.by_name.setdefault(mod.module, []).append(mod)
+
+    def resolve_module(self, name: str, importer: ModuleIR) -> Optional[ModuleIR]:
+        key = (importer.path, name)
+        if key in self._resolved:
+            return self._resolved[key]
+        base = os.path.dirname(_norm(importer.path))
+        rel = name.replace(".", "/")
+        found = None
+        for cand in (f"{base}/{rel}.py" if base else f"{rel}.py", f"{base}/{rel}/__init__.py" if base else f"{rel}/__init__.py"):
+            found = self.by_path.get(cand)
+            if found is not None:
+                break
+        if found is None:
+            mods = self.by_name.get(name)
+            found = mods[0] if mods else None
+        self._resolved[key] = found
+        return found
+
+    def resolve_symbol(self, symbol: str, importer: ModuleIR) -> Optional[tuple[ModuleIR, str]]:
+        """A call symbol to (module, qualname) of a project function or class."""
+        if symbol.startswith(":"):
+            return importer, symbol[1:]
+        parts = symbol.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            mod = self.resolve_module(".".join(parts[:cut]), importer)
+            if mod is not None:
+                return mod, ".".join(parts[cut:])
+        return None
+
+    def function(self, mod: ModuleIR, qualname: str, seen: Optional[set] = None) -> Optional[tuple[ModuleIR, Function]]:
+        """Find `qualname` in `mod`: a function, a method (through base classes), or a class's __init__."""
+        if qualname in mod.functions:
+            return mod, mod.functions[qualname]
+        if qualname in mod.classes:
+            return self.function(mod, f"{qualname}.__init__", seen)
+        cls, _, method = qualname.rpartition(".")
+        if cls and cls in mod.classes and method:
+            seen = seen or set()
+            if (mod.path, cls) in seen:
+                return None
+            seen.add((mod.path, cls))
+            for base in mod.classes[cls].bases:
+                target = self.resolve_symbol(base, mod) if not base.startswith(":") else (mod, base[1:])
+                if target is None:
+                    continue
+                found = self.function(target[0], f"{target[1]}.{method}", seen)
+                if found is not None:
+                    return found
+        return None
+
+    def importers(self) -> dict[str, list[tuple[ModuleIR, int]]]:
+        """Which modules import each module (by path), with the importing line; for CUD003."""
+        from cudalint.core.ir import Event
+
+        out: dict[str, list[tuple[ModuleIR, int]]] = {}
+        for mod in self.modules:
+            for ev in iter_events(mod.top):
+                if isinstance(ev, Event) and ev.kind == "import":
+                    for name in ev.data:
+                        target = self.resolve_module(name, mod)
+                        if target is not None and target is not mod:
+                            out.setdefault(_norm(target.path), []).append((mod, ev.loc[0]))
+        return out
+
+
+def _norm(path: str) -> str:
+    import os
+
+    return os.path.normpath(path)

@@ -1,0 +1,489 @@
+"""Turn a list of files into module summaries: scan, select, parse, summarize; cached and in parallel.
+
+Two passes over the files, each in worker processes when there are many:
+1. scan every file's bytes (cudalint.scan.select) and hash them (the cache key);
+2. summarize the files the prefilter selects. The scan ran CPython's own parser over every file, so
+   a skipped file with a syntax error still gets its CUD900. A file whose own effects are judged is
+   summarized in pass 1 already, from the scan's syntax tree (it is always selected).
+
+Workers are started with the spawn method (no state inherited from the parent) and receive paths.
+They send back their results (module IR, CUD900 findings, scans as lists) pickled, through the pool's
+pipe only: pickle builds objects at C speed, where decoding JSON-like data cost the parent a second
+on torch. Nothing pickled is ever stored; the cache is JSON (cudalint.engine.cache). Results are merged by
+path, so the output does not depend on which worker finished first.
+"""
+from __future__ import annotations
+
+import gc
+import hashlib
+import json
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional, Sequence, Union
+
+from cudalint.inputs import source
+from cudalint.engine.cache import Cache, scan_digest
+from cudalint.core.catalogue import Catalogue, load_catalogue
+from cudalint.core.findings import Finding
+from cudalint.core.ir import ModuleIR
+from cudalint.core.project import module_name
+from cudalint.safepath import enter, trusted_cwd
+from cudalint.engine.serialize import encode
+
+if TYPE_CHECKING:
+    from cudalint.scan.scanner import Scan
+
+# file names are bytes: one that is not UTF-8 reaches us with surrogates (PEP 383), and goes back so
+_NAMES = ("utf-8", "surrogateescape")
+# below this many files a pool costs more (interpreter start-up, imports) than it saves
+PARALLEL_MIN_FILES = 64
+# ...but a file this big takes longer to scan than a worker takes to start: see _Pool.map_scans
+BIG_FILE_BYTES = 256 * 1024
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    path: str
+    module: str
+    is_package: bool
+    text: Optional[bytes] = None  # given contents (flake8's lines, --fix's overlay) instead of the file's
+    cached: bool = True  # False: neither read from nor written to the cache (an overlay)
+
+
+@dataclass
+class Loaded:
+    modules: list[ModuleIR]  # summarized files, and empty stand-ins for those the prefilter skipped
+    problems: list[Finding]  # CUD900 findings, in file order
+    summarized: int = 0  # files that got a syntax tree in this run (cache misses)
+    skipped: int = 0  # files the prefilter decided need no summary
+    run_key: str = ""  # names this exact input (every file's key, the configuration): see Cache.get_run
+    reused: Optional[list] = None  # findings of an earlier run with the same run_key
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def load_files(
+    paths: Sequence[str],
+    catalogue: Catalogue,
+    cache: Optional[Cache] = None,
+    jobs: Optional[int] = None,
+    prefilter: bool = True,
+    judged: Iterable[str] = ("env_write",),
+    extend_catalogue: Sequence[str] = (),
+    run_salt: Optional[str] = "",
+    texts: Optional[dict[str, str]] = None,
+    uncached: Iterable[str] = (),
+) -> Loaded:
+    """Summaries of `paths` (module IR, or stand-ins for skipped files) and their CUD900 findings.
+
+    `run_salt` names everything else the run's findings depend on (the configuration); with a cache,
+    a run over unchanged files with the same salt returns the earlier findings (`reused`). None:
+    the findings depend on more than these files, so nothing is reused."""
+    texts = texts or {}
+    uncached = set(uncached)
+    packages: dict[str, str] = {}
+    infos = [_info(p, texts.get(p), p not in uncached, packages) for p in paths]
+    jobs = default_jobs() if jobs is None else max(1, jobs)
+    salt = cache.salt if cache is not None else ""
+    info_of = {i.path: i for i in infos}
+    pool = _Pool(jobs if len(infos) >= PARALLEL_MIN_FILES else 1, tuple(extend_catalogue), catalogue, cores=jobs)
+    cache_dir = str(cache.directory) if cache is not None else None
+    try:
+        # pass 1: keys and scans (from the cache's index when the file's mtime and size are unchanged)
+        keys: dict[str, str] = {}
+        scans: dict[str, Scan] = {}
+        problems: dict[str, Finding] = {}
+        todo: list[FileInfo] = []
+        known: list[FileInfo] = []  # unchanged since the index recorded their keys
+        digests: dict[str, Optional[str]] = {}  # path -> its scan's digest (cudalint.engine.cache.scan_digest)
+        for info in infos:
+            hint = cache.lookup(info.path) if cache is not None and info.text is None else None
+            if hint is not None:
+                keys[info.path] = hint
+                known.append(info)
+                digests[info.path] = cache.digest_of(info.path)  # type: ignore[union-attr]
+            else:
+                todo.append(info)
+
+        early: dict[str, Any] = {}  # summaries made in pass 1, from the scan's own syntax tree
+
+        def scan_all(todo: list[FileInfo]) -> None:
+            for path, key, raw, stamp, summary in pool.map_scans([(i, salt) for i in todo], judged=tuple(judged) if prefilter else (), cache_dir=cache_dir):
+                if isinstance(raw, Finding):
+                    problems[path] = raw
+                else:
+                    keys[path], scans[path] = key, _scan_from(raw)
+                    if cache is not None and stamp is not None and info_of[path].text is None:
+                        digests[path] = cache.remember(path, stamp, key, raw)
+                    elif info_of[path].text is not None:  # an editor's buffer: its selection is reused too
+                        digests[path] = scan_digest(raw)
+                    if summary is not None:
+                        early[path] = summary
+
+        scan_all(todo)
+        run_key = ""
+        if cache is not None and run_salt is not None:
+            h = hashlib.sha256(f"{salt}\0{run_salt}\0{prefilter}\0{sorted(judged)}".encode(*_NAMES))
+            for info in infos:
+                h.update(f"\0{info.path}\0{keys.get(info.path, '')}".encode(*_NAMES))
+            for path in sorted(problems):
+                h.update(json.dumps(encode(problems[path])).encode())
+            run_key = h.hexdigest()
+            reused = cache.get_run(run_key)
+            if reused is not None:
+                cache.save_index()
+                return Loaded(modules=[], problems=[], run_key=run_key, reused=reused)
+        memo = _selection_key(cache, infos, keys, digests, judged) if cache is not None and prefilter else None
+        remembered = cache.get_selection(memo) if memo is not None else None  # type: ignore[union-attr]
+        if remembered is not None:  # the same scans as a run before: its selection, and no scan read
+            chosen, broken = remembered
+            present = set(keys)
+        else:
+            if known:  # the scans of the unchanged files, from the cache
+                again = []
+                for info in known:
+                    raw = cache.scan_of(keys[info.path])  # type: ignore[union-attr]
+                    if raw is None:
+                        again.append(info)
+                    else:
+                        scans[info.path] = _scan_from(raw)
+                scan_all(again)
+            from cudalint.scan.select import select  # (not needed by a run the cache answers whole)
+
+            with paused_gc():
+                chosen = set(scans) if not prefilter else _deep(lambda: select(scans, {i.path: i.module for i in infos if i.path in scans}, judged))
+            broken = {p for p, sc in scans.items() if not sc.syntax_ok}
+            present = set(scans)
+            if memo is not None:
+                cache.put_selection(memo, chosen, broken)  # type: ignore[union-attr]
+        # (selected: the summaries of pass 2 need the room more than the scans)
+        scans.clear()
+        if cache is not None:
+            cache.save_index(forget_scans=True)
+        # pass 2: summaries of the chosen files, and of the others CPython's parser refused (CUD900)
+        results: dict[str, Any] = {}
+        work: list[tuple[FileInfo, str, bool, str]] = []
+        summarized = 0
+        for info in infos:
+            if info.path not in present:
+                continue
+            want = info.path in chosen
+            if not want and info.path not in broken:
+                continue
+            if want and info.path in early:
+                results[info.path] = early[info.path]
+                summarized += 1
+                if cache is not None and info.cached:
+                    cache.misses += 1  # (made, and cached, while the file was scanned)
+                continue
+            # the same entries as cudalint.api.load_module (and so the flake8 plugin) reads and writes
+            hit = _deep(lambda: cache.get(keys[info.path])) if cache is not None and want and info.cached else None
+            if hit is not None:
+                results[info.path] = hit
+            else:
+                work.append((info, keys[info.path], want, salt))
+        for path, result, changed in pool.map(_summary_task, work, cache_dir=cache_dir):
+            if changed:  # edited while this run read it: these findings stand for no one input
+                run_key = ""
+            if result is None:
+                continue
+            results[path] = result
+            summarized += path in chosen
+    finally:
+        pool.close()
+    modules: list[ModuleIR] = []
+    out_problems: list[Finding] = []
+    skipped = 0
+    for info in infos:
+        if info.path in problems:
+            out_problems.append(problems[info.path])
+            continue
+        value = results.get(info.path)
+        if isinstance(value, Finding):
+            out_problems.append(value)
+        elif isinstance(value, ModuleIR) and info.path in chosen:
+            modules.append(value)
+        else:
+            skipped += 1
+            # resolves like the real module, runs nothing and returns: what its summary would say
+            modules.append(ModuleIR(path=info.path, module=info.module, top=()))
+    if cache is not None:
+        cache.save_index()
+    return Loaded(modules=modules, problems=out_problems, summarized=summarized, skipped=skipped, run_key=run_key)
+
+
+def _selection_key(cache: Cache, infos: list[FileInfo], keys: dict[str, str], digests: dict, judged: Iterable[str]) -> Optional[str]:
+    """Names what `select` depends on: every file's path, module name and scan. None: a scan's
+    digest is unknown (a file given as text, an index entry of an older form)."""
+    h = hashlib.sha256(f"{cache.salt}\0{sorted(judged)}".encode(*_NAMES))
+    for info in infos:
+        if info.path not in keys:
+            continue  # unreadable: not in the selection either way
+        digest = digests.get(info.path)
+        if digest is None:
+            return None
+        h.update(f"\0{info.path}\0{info.module}\0{info.is_package}\0{digest}".encode(*_NAMES))
+    return h.hexdigest()
+
+
+def _info(path: str, text: Optional[str], cached: bool, packages: dict[str, str]) -> FileInfo:
+    modname, is_package = module_name(os.path.abspath(path), packages)
+    data = text.encode("utf-8") if text is not None else None
+    return FileInfo(path=path, module=modname, is_package=is_package, text=data, cached=cached)
+
+
+def _read(info: FileInfo) -> Union[bytes, Finding]:
+    return info.text if info.text is not None else source.read_bytes(info.path)
+
+
+def _scan_from(raw: Sequence[Any]) -> "Scan":
+    from cudalint.scan.scanner import Scan
+
+    kinds, may_stop, imports, top_kinds, top_targets, code_targets, func_imports, table, names, stars, defs, stops, syntax_ok = raw
+    return Scan(
+        kinds=tuple(kinds),
+        may_stop=bool(may_stop),
+        imports=tuple(imports),
+        top_kinds=tuple(top_kinds),
+        top_targets=tuple(top_targets),
+        code_targets=tuple(code_targets),
+        func_imports=tuple(func_imports),
+        table=tuple(table),
+        names=names,
+        stars=tuple(stars),
+        defs=defs,
+        stops=stops,
+        syntax_ok=bool(syntax_ok),
+    )
+
+
+# the places in `_scan_raw` of what scan_tree(calls=True) adds: top_kinds, top_targets,
+# code_targets, table, names, defs
+_CALLS_FIELDS = (3, 4, 5, 7, 8, 10)
+
+
+def _scan_raw(s: "Scan") -> list:
+    return [
+        list(s.kinds), s.may_stop, list(s.imports), list(s.top_kinds), list(s.top_targets), list(s.code_targets), list(s.func_imports),
+        list(s.table), dict(s.names), list(s.stars), dict(s.defs), dict(s.stops), s.syntax_ok,
+    ]
+
+
+# ---------- work done in a worker (or in-process when serial) ------------------------------------
+def _catalogue(ctx: Union[Catalogue, tuple[str, ...]]) -> Catalogue:
+    # in-process the caller's catalogue itself; in a worker the same files loaded again
+    return ctx if isinstance(ctx, Catalogue) else load_catalogue(ctx)
+
+
+def _scan_task(
+    item: tuple[FileInfo, str],
+    extra,
+    judged: tuple[str, ...] = (),
+    cache_dir: Optional[str] = None,
+    calls: bool = True,
+    stops: bool = True,
+) -> tuple[str, str, Any, Optional[tuple[int, int]], Any]:
+    """(path, key, scan, stamp, summary). A file `select` will surely choose (its own effects are
+    judged) is summarized right here from the scan's syntax tree: one parse instead of two.
+    `calls`/`stops`: which halves of the scan to make (cudalint.scan.scanner.scan_tree)."""
+    info, salt = item
+    try:
+        st = os.stat(info.path)
+        stamp: Optional[tuple[int, int]] = (st.st_mtime_ns, st.st_size)  # before reading: never newer than the bytes
+    except OSError:
+        stamp = None
+    data = _read(info)
+    if not isinstance(data, Finding):
+        data = source.too_big(info.path, data) or data
+    if isinstance(data, Finding):
+        return info.path, "", data, None, None
+    from cudalint.scan.scanner import scan_tree
+    from cudalint.scan.select import surely_selected
+
+    key = Cache.make_key(salt, info.path, info.module, data)
+    catalogue = _catalogue(extra)
+    # (a function of 600 `elif ... raise` arms nests its stop formula 600 deep)
+    found, tree = _deep(lambda: scan_tree(data, catalogue, info.module, info.is_package, calls=calls, stops=stops))
+    summary = None
+    # (the scan parsed the bytes with every line end made `\n`: the summary wants the file's own)
+    if tree is not None and judged and surely_selected(found.kinds, judged) and b"\r" not in data:
+        summary = _summary_of_tree(info, key, salt, data, tree, catalogue, cache_dir)
+    return info.path, key, _scan_raw(found), stamp, summary
+
+
+def _summary_of_tree(info: FileInfo, key: str, salt: str, data: bytes, tree, catalogue: Catalogue, cache_dir: Optional[str]) -> Any:
+    from cudalint.summary.from_bytes import summarize_tree
+
+    src = source.decode(info.path, data)
+    result = src if isinstance(src, Finding) else summarize_tree(info.path, src.text, tree, info.module, info.is_package, catalogue)
+    return _deliver(info, key, salt, result, cache_dir)
+
+
+def _deliver(info: FileInfo, key: str, salt: str, result: Union[ModuleIR, Finding], cache_dir: Optional[str]) -> Any:
+    """Into the cache, and back to the caller."""
+    if cache_dir is not None and info.cached:
+        from pathlib import Path
+
+        _deep(lambda: Cache(directory=Path(cache_dir), salt=salt).put(key, result))
+    return result
+
+
+def _summary_task(item: tuple[FileInfo, str, bool, str], extra, cache_dir: Optional[str]) -> tuple[str, Any, bool]:
+    """(path, summary or CUD900 finding, whether the bytes changed since pass 1 read them); None:
+    a skipped file that parses after all (it changed). The summary is cached under the key of the
+    bytes it was made from, never under pass 1's key for other bytes."""
+    info, key, want, salt = item
+    data = _read(info)
+    if isinstance(data, Finding):
+        return info.path, data, True
+    now = Cache.make_key(salt, info.path, info.module, data)
+    result = summarize_bytes(info.path, data, info.module, info.is_package, _catalogue(extra))
+    if isinstance(result, ModuleIR) and not want:
+        return info.path, None, now != key
+    return info.path, _deliver(info, now, salt, result, cache_dir), now != key
+
+
+def _deep(fn: Callable[[], Any]) -> Any:
+    """fn(), again with a deep stack if the data is nested too deeply for the default one."""
+    try:
+        return fn()
+    except RecursionError:
+        from cudalint.core.deep import call_deep
+
+        return call_deep(fn)
+
+
+def summarize_bytes(path: str, data: bytes, modname: str, is_package: bool, catalogue: Catalogue) -> Union[ModuleIR, Finding]:
+    from cudalint.summary.from_bytes import _summarize_bytes  # one way to summarize, the library's own
+
+    return _summarize_bytes(path, data, modname, is_package, catalogue)
+
+
+def _run_chunk(fn_name: str, items: list, extra: tuple[str, ...], kwargs: dict) -> bytes:
+    """In a worker: `fn` over `items`, pickled here (with a deep stack if the IR is deeply nested:
+    pickling recurses, and the pool's own pickling would fail the whole run)."""
+    import pickle
+
+    fn = globals()[fn_name]
+    with paused_gc():
+        results = [fn(item, extra, **kwargs) for item in items]
+        return _deep(lambda: pickle.dumps(results, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Syntax trees and summaries are large and acyclic: reference counting frees them. The cycle
+    collector would walk every live node again and again while they are built (measured on timm: a
+    third of a serial run), so it pauses while a batch of files is scanned, summarized or selected,
+    and cudalint.api.lint_files pauses it for the whole run: re-enabled while the summaries are
+    still alive, its first collection walks all of them (0.15 s on a 50,000-line module)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class _Pool:
+    """A spawn-context process pool started on first use, or plain calls when `jobs` is 1."""
+
+    def __init__(self, jobs: int, extra: tuple[str, ...], catalogue: Catalogue, cores: int = 1):
+        self.jobs = jobs
+        self.cores = cores
+        self.extra = extra
+        self.catalogue = catalogue
+        self.executor: Optional[Any] = None  # a ProcessPoolExecutor
+        self.beside: Optional[Any] = None  # one worker for map_scans's big files
+
+    def map_scans(self, items: list, judged: tuple[str, ...] = (), cache_dir: Optional[str] = None) -> Iterable:
+        """`map(_scan_task, items)`, but when this run is serial and has a spare core, the scan of
+        each big file is split: a second process finds what its code may call and reach while this
+        one finds which functions may never return and makes the summary (from its own tree). On
+        one huge module these are the halves of the run, and they need not wait for each other."""
+        serial = self.jobs <= 1 or len(items) < PARALLEL_MIN_FILES
+        big = [i for i, item in enumerate(items) if _worth_splitting(item[0])] if serial and self.cores > 1 else []
+        if not big:
+            return self.map(_scan_task, items, judged=judged, cache_dir=cache_dir)
+        import pickle  # (a serial run with no big file never needs it)
+
+        if self.beside is None:
+            self.beside = _executor(1)
+        with trusted_cwd():  # (workers start here)
+            futures = {i: self.beside.submit(_run_chunk, "_scan_task", [items[i]], self.extra, {"stops": False}) for i in big}
+        out: list = [None] * len(items)
+        with paused_gc():
+            for i, item in enumerate(items):
+                if i not in futures:
+                    out[i] = _scan_task(item, self.catalogue, judged=judged, cache_dir=cache_dir)
+            for i, future in futures.items():
+                mine = _scan_task(items[i], self.catalogue, judged=judged, cache_dir=cache_dir, calls=False)
+                _path, key, half, _stamp, _ = pickle.loads(future.result())[0]
+                if key != mine[1] or not isinstance(half, list) or not isinstance(mine[2], list):
+                    # read failed, or the file changed between the two reads: the whole scan here
+                    out[i] = _scan_task(items[i], self.catalogue, judged=judged, cache_dir=cache_dir)
+                    continue
+                raw = list(mine[2])
+                for at in _CALLS_FIELDS:
+                    raw[at] = half[at]
+                out[i] = (mine[0], mine[1], raw, mine[3], mine[4])
+        return out
+
+    def map(self, fn: Callable, items: list, **kwargs: Any) -> Iterable:
+        """`fn` over `items`, in order. Workers' results are handed on as they arrive: held all at
+        once until the last one came, torch's 2,070 summaries in the form they were sent in made
+        the run's peak memory."""
+        if not items:
+            return ()
+        if self.jobs <= 1 or len(items) < PARALLEL_MIN_FILES:
+            with paused_gc():
+                return [fn(item, self.catalogue, **kwargs) for item in items]
+        import pickle
+
+        if self.executor is None:
+            self.executor = _executor(self.jobs)
+        # many small chunks keep both workers busy to the end; order is restored by `map`
+        size = max(1, min(64, len(items) // (self.jobs * 8)))
+        chunks = [items[i : i + size] for i in range(0, len(items), size)]
+        with trusted_cwd():  # (workers start here: Executor.map submits every chunk at once)
+            parts = self.executor.map(_run_chunk, [fn.__name__] * len(chunks), chunks, [self.extra] * len(chunks), [kwargs] * len(chunks))
+        return (result for part in parts for result in pickle.loads(part))
+
+    def close(self) -> None:
+        for executor in (self.executor, self.beside):
+            if executor is not None:
+                executor.shutdown()
+
+
+def _executor(workers: int) -> Any:
+    """Spawned workers that import nothing from the linted tree (cudalint.safepath): they, and the
+    helper process multiprocessing starts, start in the standard library's folder; the workers
+    enter the run's folder before their first task."""
+    from concurrent.futures import ProcessPoolExecutor  # (a run served by the cache never needs it)
+    from multiprocessing import get_context
+
+    # (the pool's queues start multiprocessing's resource tracker, another `python -c` process)
+    with trusted_cwd() as here:
+        return ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"), initializer=enter, initargs=(here,))
+
+
+def _worth_splitting(info: FileInfo) -> bool:
+    """A file big enough that scanning it in two processes saves time, yet small enough that two
+    syntax trees of it at once stay within the memory one big file may take (source.MAX_WORDS)."""
+    try:
+        size = len(info.text) if info.text is not None else os.stat(info.path).st_size
+    except OSError:
+        return False
+    if size < BIG_FILE_BYTES:
+        return False
+    if size <= source.MAX_WORDS:  # (half the words source.too_big allows: it cannot hold more)
+        return True
+    data = _read(info)
+    return isinstance(data, bytes) and source.words(data) <= source.MAX_WORDS // 2
