@@ -126,7 +126,7 @@ def lint_files(
     this process). `prefilter`: skip the files that cannot matter (cudalint.scan.select); turned off
     only to check that it changes nothing.
     """
-    from cudalint.engine.runner import paused_gc
+    from cudalint.engine.gc_pause import paused_gc
 
     with paused_gc():  # (until the run's summaries are freed: _lint_files has returned)
         return _lint_files(files, config, catalogue, extra, cache, overlay, texts, noqa, jobs, prefilter)
@@ -171,9 +171,17 @@ def _lint_files(
         run_salt=None if overlay else repr((config, noqa, [encode(f) for f in findings], _fingerprints(notebook_files))),
         texts=texts,
         uncached=tuple(overlay or ()),
+        cutoff=not notebook_files,  # (the reused findings would need the notebooks' cells mapped)
     )
     if loaded.reused is not None:
-        return LintResult(findings=tuple(loaded.reused), files=count)
+        if not loaded.cut:
+            return LintResult(findings=tuple(loaded.reused), files=count)
+        from cudalint.engine.suppress import apply_file_directives
+
+        kept = sorted(apply_file_directives(loaded.reused, texts), key=Finding.sort_key)
+        if cache is not None and loaded.run_key:
+            cache.put_run(loaded.run_key, [encode(f) for f in kept])
+        return LintResult(findings=tuple(kept), files=count)
     findings.extend(loaded.problems)
     modules.extend(loaded.modules)
     for path in notebook_files:
@@ -214,6 +222,8 @@ def _lint_files(
         and not (noqa and suppressed(f, by_path.get(f.path)))
         and not _per_file_ignored(f, config)
     ]
+    if cache is not None and loaded.summary_key:  # before the files' directives, which no summary holds
+        cache.put_run(loaded.summary_key, [encode(f) for f in sorted(kept, key=Finding.sort_key)])
     if kept:  # `# cudalint: noqa` silences a whole file; flake8 does not know it, so it applies there too
         from cudalint.engine.suppress import apply_file_directives
 

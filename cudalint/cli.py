@@ -219,9 +219,9 @@ def cli(
         result = LintResult(findings=tuple(new_findings(result.findings, known)), files=result.files)
     fixes = None
     if fmt == "json" and not statistics and result.findings:
-        from cudalint.fixes.fixinfo import fixes_for
+        from cudalint.fixes.fix_cache import cached_fixes
 
-        fixes = fixes_for(result.findings, run.files, config, texts, cache=cache)
+        fixes = cached_fixes(result.findings, run.files, config, texts, cache=cache)
     from cudalint.output.destinations import write_report
 
     if not (silent and output_file is None):

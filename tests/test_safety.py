@@ -241,7 +241,7 @@ def test_an_index_key_that_names_a_path_outside_the_cache_is_refused(tmp_path: P
     index = json.loads(idx.read_bytes().partition(b"\n")[2])
     evil = os.path.relpath(victim / "settings", cache_dir / "v1" / "xx")
     for signed in (False, True):
-        forged = {k: [v[0], v[1], evil, v[3]] for k, v in index.items()}
+        forged = {k: [v[0], v[1], evil, v[3], v[4]] for k, v in index.items()}
         if signed:
             _sign(cache_dir, idx, forged)
         else:

@@ -137,20 +137,32 @@ _FLATTEN = 12
 
 
 def seen(here: State, inner: "Union[State, Seen]") -> "Union[State, Seen]":
+    if not here or (len(here) == 1 and IMPORTED in here):
+        return inner  # nothing of the caller's to put over the callee's (a module's top level starts empty)
     depth = inner.depth + 1 if type(inner) is Seen else 1  # type: ignore[union-attr]
     chain = Seen(here, inner, depth)
-    if depth < _FLATTEN:
-        return chain
-    keys: set[str] = set()
+    return chain if depth < _FLATTEN else flatten(chain)
+
+
+def flatten(chain: "Union[State, Seen]") -> State:
+    """The one state a chain stands for: `Seen.get` for every key, merged a level at a time from the
+    innermost call outwards (a lookup per key walked the whole chain once per key)."""
+    levels: list[State] = []
     node: Union[State, Seen] = chain
     while type(node) is Seen:
-        keys.update(node.here)  # type: ignore[union-attr]
+        levels.append(node.here)  # type: ignore[union-attr]
         node = node.inner  # type: ignore[union-attr]
-    keys.update(node)  # type: ignore[arg-type]
-    keys.discard(IMPORTED)
-    flat = {}
-    for key in keys:
-        fact = chain.get(key)
-        if fact is not None:
-            flat[key] = fact
+    flat = {k: v for k, v in node.items() if k != IMPORTED}  # type: ignore[union-attr]
+    for here in reversed(levels):
+        if not here:
+            continue
+        gone = [k for k, f in flat.items() if f.unless and holds(f, here) is None]
+        for k in gone:
+            del flat[k]
+        for k, mine in here.items():
+            if k == IMPORTED:
+                continue
+            fact = flat.get(k)
+            if not (fact is not None and mine.unless and not fact.unless):
+                flat[k] = mine
     return flat

@@ -330,9 +330,13 @@ class Analyzer:
         # facts derived in this caller's state from the callee's events so far, in their order
         # (the caller may hold facts the callee could not see, e.g. the start method it set)
         extra: State = {}
+        views: dict[int, object] = {}  # id(callee's state) -> seen(here, it): events in a row share a state
+        here: State = state
         for inner in summary.exposed:
             link = (step, inner.link)
-            here = state if not extra else {**extra, **state}
+            if len(here) != len(state) + len(extra):  # (extra holds only keys state lacks)
+                here = {**extra, **state}
+                views.clear()
             # judged in this caller's state: facts from here first, then the callee's own
             if inner.event.kind in self.checks:
                 self.judge(Exposed(inner.event, inner.path, link, inner.local), here, ())
@@ -344,7 +348,10 @@ class Analyzer:
             if len(w.exposed) < 200:
                 # the callee's facts that hold from this call (cudalint.analysis.facts.holds), joined with the caller's
                 # the callee's facts that hold from this call, under the caller's (cudalint.analysis.facts.Seen)
-                w.exposed.append(Exposed(inner.event, inner.path, link, seen(here, inner.local)))
+                view = views.get(id(inner.local))
+                if view is None:
+                    view = views[id(inner.local)] = seen(here, inner.local)
+                w.exposed.append(Exposed(inner.event, inner.path, link, view))
         if summary.out is None:
             return None
         added = {

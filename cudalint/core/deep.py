@@ -40,3 +40,11 @@ def call_deep(fn: Callable[[], T]) -> T:
     if "error" in result:
         raise result["error"]
     return result["value"]
+
+
+def call_roomy(fn: Callable[..., T], *args: object) -> T:
+    """fn(*args), again with a deep stack if the data is nested too deeply for the default one."""
+    try:
+        return fn(*args)
+    except RecursionError:
+        return call_deep(lambda: fn(*args))

@@ -49,6 +49,19 @@ def scan_digest(scan: list) -> str:
     return hashlib.sha1(json.dumps(scan, sort_keys=True, separators=(",", ":")).encode(), usedforsecurity=False).hexdigest()
 
 
+def _entry_shape(hit: object) -> bool:
+    """An index entry as `Cache.remember` writes it: [mtime_ns, size, key, scan digest, summary name]."""
+    return (
+        isinstance(hit, list)
+        and len(hit) == 5
+        and type(hit[0]) is int
+        and type(hit[1]) is int
+        and cache_files.is_key(hit[2])
+        and cache_files.is_key(hit[3])
+        and cache_files.is_key(hit[4])
+    )
+
+
 def _stamp(path: Path) -> Optional[tuple[int, int]]:
     try:
         st = os.stat(path)
@@ -151,11 +164,31 @@ class Cache:
         return got
 
     def _entry(self, path: str) -> Optional[list]:
-        """The index's [mtime_ns, size, key, scan digest] for `path`, if it has that shape."""
+        """The index's [mtime_ns, size, key, scan digest, summary name] for `path`, if it has that shape."""
         hit = self._load_index().get(_index_key(path))
-        if isinstance(hit, list) and len(hit) == 4 and type(hit[0]) is int and type(hit[1]) is int and cache_files.is_key(hit[2]) and cache_files.is_key(hit[3]):
+        if _entry_shape(hit):
             return hit
         return None
+
+    # A summary's name (cudalint.engine.run_keys): the key of the earliest bytes of this file whose
+    # summary is known equal to the summary of the key recorded now. An edit that leaves the summary
+    # as it was (a comment, a blank line at the end) keeps the name, and a run over the same names
+    # reuses an earlier run's findings without reading a summary.
+    def summary_name(self, path: str) -> Optional[str]:
+        hit = self._entry(path)
+        return hit[4] if hit is not None else None
+
+    def previous(self, path: str) -> Optional[tuple[str, str]]:
+        """(key, summary name) the index records for `path`, whatever its stamp says."""
+        hit = self._entry(path)
+        return (hit[2], hit[4]) if hit is not None else None
+
+    def name_summary(self, path: str, key: str, name: str) -> None:
+        """Record that the summary of `key` (the key the index has for `path`) is the one `name` names."""
+        hit = self._entry(path)
+        if hit is not None and hit[2] == key and cache_files.is_key(name) and hit[4] != name:
+            hit[4] = name
+            self._index_dirty = True
 
     def digest_of(self, path: str) -> Optional[str]:
         """The digest of the scan the index records for `path` (after `lookup` said it is unchanged)."""
@@ -206,10 +239,11 @@ class Cache:
         """Record the file's key and scan; returns the scan's digest."""
         index = self._load_index()
         old = index.get(_index_key(path))
-        if isinstance(old, list) and len(old) == 4 and cache_files.is_key(old[2]) and old[2] != key:
+        if _entry_shape(old) and old[2] != key:
             self._dirty_shards.add(old[2][:1])  # where the file's old scan goes from
         digest = scan_digest(scan)
-        index[_index_key(path)] = [stamp[0], stamp[1], key, digest]
+        same = _entry_shape(old) and old[2] == key
+        index[_index_key(path)] = [stamp[0], stamp[1], key, digest, old[4] if same else key]
         if cache_files.is_key(key):
             self._shard(key[:1])[key] = scan
             self._dirty_shards.add(key[:1])
@@ -231,7 +265,7 @@ class Cache:
             merged = self._read_json(self._index_file())
             merged.update(mine)
             self._index = merged
-            live = {v[2] for v in merged.values() if isinstance(v, list) and len(v) == 4 and cache_files.is_key(v[2])}
+            live = {v[2] for v in merged.values() if _entry_shape(v)}
             for shard in sorted(self._dirty_shards & set(_SHARDS)):
                 target = self._index_file(f".scans-{shard}")
                 scans = self._shard(shard)
@@ -265,6 +299,14 @@ class Cache:
     def put_run(self, key: str, findings: list) -> None:
         if cache_files.is_key(key):
             self._write(self._run_file(key), findings)
+
+    # ---------- proven fixes (cudalint.fixes.fix_cache): plain JSON, shape-checked by the reader ----------
+    def get_fixes(self, key: str) -> object:
+        return cache_files.read(self.directory, f"fixes/{key}.json") if cache_files.is_key(key) else None
+
+    def put_fixes(self, key: str, value: list) -> None:
+        if cache_files.is_key(key):
+            self._write(f"fixes/{key}.json", value)
 
     def _write(self, name: str, value: object) -> None:
         try:

@@ -14,22 +14,20 @@ path, so the output does not depend on which worker finished first.
 """
 from __future__ import annotations
 
-import gc
-import hashlib
-import json
 import os
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence, Union
 
 from cudalint.inputs import source
+from cudalint.engine import run_keys
 from cudalint.engine.cache import Cache, scan_digest
 from cudalint.core.catalogue import Catalogue, load_catalogue
 from cudalint.core.findings import Finding
 from cudalint.core.ir import ModuleIR
 from cudalint.core.project import module_name
+from cudalint.core.deep import call_roomy as _deep
+from cudalint.engine.gc_pause import paused_gc
 from cudalint.safepath import enter, trusted_cwd
-from cudalint.engine.serialize import encode
 
 if TYPE_CHECKING:
     from cudalint.scan.scanner import Scan
@@ -58,7 +56,11 @@ class Loaded:
     summarized: int = 0  # files that got a syntax tree in this run (cache misses)
     skipped: int = 0  # files the prefilter decided need no summary
     run_key: str = ""  # names this exact input (every file's key, the configuration): see Cache.get_run
-    reused: Optional[list] = None  # findings of an earlier run with the same run_key
+    reused: Optional[list] = None  # findings of an earlier run with the same run_key, or the same summary_key
+    summary_key: str = ""  # names the summaries this run analyzed (cudalint.engine.run_keys)
+    # `reused` came by summary_key: the findings before the files' own `# cudalint: noqa` lines, which
+    # a summary does not hold (the caller applies them)
+    cut: bool = False
 
 
 def default_jobs() -> int:
@@ -79,12 +81,15 @@ def load_files(
     run_salt: Optional[str] = "",
     texts: Optional[dict[str, str]] = None,
     uncached: Iterable[str] = (),
+    cutoff: bool = True,
 ) -> Loaded:
     """Summaries of `paths` (module IR, or stand-ins for skipped files) and their CUD900 findings.
 
     `run_salt` names everything else the run's findings depend on (the configuration); with a cache,
     a run over unchanged files with the same salt returns the earlier findings (`reused`). None:
-    the findings depend on more than these files, so nothing is reused."""
+    the findings depend on more than these files, so nothing is reused. `cutoff`: an edit that leaves
+    every summary as it was may reuse them too (cudalint.engine.run_keys), before the files' own
+    directives are applied."""
     texts = texts or {}
     uncached = set(uncached)
     packages: dict[str, str] = {}
@@ -102,6 +107,7 @@ def load_files(
         todo: list[FileInfo] = []
         known: list[FileInfo] = []  # unchanged since the index recorded their keys
         digests: dict[str, Optional[str]] = {}  # path -> its scan's digest (cudalint.engine.cache.scan_digest)
+        before: dict[str, tuple[str, str]] = {}  # path -> (key, summary name) of the bytes it had, when they changed
         for info in infos:
             hint = cache.lookup(info.path) if cache is not None and info.text is None else None
             if hint is not None:
@@ -120,6 +126,9 @@ def load_files(
                 else:
                     keys[path], scans[path] = key, _scan_from(raw)
                     if cache is not None and stamp is not None and info_of[path].text is None:
+                        old = cache.previous(path)
+                        if old is not None and old[0] != key:
+                            before[path] = old
                         digests[path] = cache.remember(path, stamp, key, raw)
                     elif info_of[path].text is not None:  # an editor's buffer: its selection is reused too
                         digests[path] = scan_digest(raw)
@@ -129,17 +138,12 @@ def load_files(
         scan_all(todo)
         run_key = ""
         if cache is not None and run_salt is not None:
-            h = hashlib.sha256(f"{salt}\0{run_salt}\0{prefilter}\0{sorted(judged)}".encode(*_NAMES))
-            for info in infos:
-                h.update(f"\0{info.path}\0{keys.get(info.path, '')}".encode(*_NAMES))
-            for path in sorted(problems):
-                h.update(json.dumps(encode(problems[path])).encode())
-            run_key = h.hexdigest()
+            run_key = run_keys.source_key(salt, run_salt, prefilter, judged, infos, keys, problems)
             reused = cache.get_run(run_key)
             if reused is not None:
                 cache.save_index()
                 return Loaded(modules=[], problems=[], run_key=run_key, reused=reused)
-        memo = _selection_key(cache, infos, keys, digests, judged) if cache is not None and prefilter else None
+        memo = run_keys.selection_key(cache, infos, keys, digests, judged) if cache is not None and prefilter else None
         remembered = cache.get_selection(memo) if memo is not None else None  # type: ignore[union-attr]
         if remembered is not None:  # the same scans as a run before: its selection, and no scan read
             chosen, broken = remembered
@@ -169,6 +173,7 @@ def load_files(
         # pass 2: summaries of the chosen files, and of the others CPython's parser refused (CUD900)
         results: dict[str, Any] = {}
         work: list[tuple[FileInfo, str, bool, str]] = []
+        stored: list[FileInfo] = []  # unchanged, summarized before: read only if no earlier run answers
         summarized = 0
         for info in infos:
             if info.path not in present:
@@ -182,19 +187,22 @@ def load_files(
                 if cache is not None and info.cached:
                     cache.misses += 1  # (made, and cached, while the file was scanned)
                 continue
-            # the same entries as cudalint.api.load_module (and so the flake8 plugin) reads and writes
-            hit = _deep(lambda: cache.get(keys[info.path])) if cache is not None and want and info.cached else None
-            if hit is not None:
-                results[info.path] = hit
+            if cache is not None and want and info.cached:
+                stored.append(info)
             else:
                 work.append((info, keys[info.path], want, salt))
-        for path, result, changed in pool.map(_summary_task, work, cache_dir=cache_dir):
-            if changed:  # edited while this run read it: these findings stand for no one input
-                run_key = ""
-            if result is None:
-                continue
-            results[path] = result
-            summarized += path in chosen
+        fresh = [i for i in stored if i.path in before]  # compared with their old summaries below
+        run_key, summarized = _summarize(pool, cache, fresh, work, keys, salt, chosen, results, run_key, summarized, cache_dir)
+        cut_key = ""
+        if cache is not None and cutoff and run_salt is not None and run_key:
+            names = run_keys.summary_names(cache, infos, results, before, keys, present, chosen, broken)
+            cut_key = run_keys.summary_key(salt, run_salt, prefilter, judged, infos, chosen, names, problems) or ""
+            reused = cache.get_run(cut_key) if cut_key else None
+            if reused is not None:
+                cache.save_index()
+                return Loaded(modules=[], problems=[], run_key=run_key, reused=reused, summary_key=cut_key, cut=True)
+        rest = [i for i in stored if i.path not in results]
+        run_key, summarized = _summarize(pool, cache, rest, [], keys, salt, chosen, results, run_key, summarized, cache_dir)
     finally:
         pool.close()
     modules: list[ModuleIR] = []
@@ -215,21 +223,28 @@ def load_files(
             modules.append(ModuleIR(path=info.path, module=info.module, top=()))
     if cache is not None:
         cache.save_index()
-    return Loaded(modules=modules, problems=out_problems, summarized=summarized, skipped=skipped, run_key=run_key)
+    return Loaded(modules=modules, problems=out_problems, summarized=summarized, skipped=skipped, run_key=run_key, summary_key=cut_key)
 
 
-def _selection_key(cache: Cache, infos: list[FileInfo], keys: dict[str, str], digests: dict, judged: Iterable[str]) -> Optional[str]:
-    """Names what `select` depends on: every file's path, module name and scan. None: a scan's
-    digest is unknown (a file given as text, an index entry of an older form)."""
-    h = hashlib.sha256(f"{cache.salt}\0{sorted(judged)}".encode(*_NAMES))
-    for info in infos:
-        if info.path not in keys:
-            continue  # unreadable: not in the selection either way
-        digest = digests.get(info.path)
-        if digest is None:
-            return None
-        h.update(f"\0{info.path}\0{info.module}\0{info.is_package}\0{digest}".encode(*_NAMES))
-    return h.hexdigest()
+def _summarize(pool: "_Pool", cache: Optional[Cache], stored: list[FileInfo], work: list, keys: dict[str, str], salt: str, chosen: set[str], results: dict[str, Any], run_key: str, summarized: int, cache_dir: Optional[str]) -> tuple[str, int]:
+    """Into `results`: the summaries of `stored` from the cache (or made again), and of `work`.
+    Returns the run key ("" when a file changed while this run read it) and the count made."""
+    work = list(work)
+    for info in stored:
+        # the same entries as cudalint.api.load_module (and so the flake8 plugin) reads and writes
+        hit = _deep(lambda: cache.get(keys[info.path])) if cache is not None else None
+        if hit is not None:
+            results[info.path] = hit
+        else:
+            work.append((info, keys[info.path], True, salt))
+    for path, result, changed in pool.map(_summary_task, work, cache_dir=cache_dir):
+        if changed:  # edited while this run read it: these findings stand for no one input
+            run_key = ""
+        if result is None:
+            continue
+        results[path] = result
+        summarized += path in chosen
+    return run_key, summarized
 
 
 def _info(path: str, text: Optional[str], cached: bool, packages: dict[str, str]) -> FileInfo:
@@ -349,16 +364,6 @@ def _summary_task(item: tuple[FileInfo, str, bool, str], extra, cache_dir: Optio
     return info.path, _deliver(info, now, salt, result, cache_dir), now != key
 
 
-def _deep(fn: Callable[[], Any]) -> Any:
-    """fn(), again with a deep stack if the data is nested too deeply for the default one."""
-    try:
-        return fn()
-    except RecursionError:
-        from cudalint.core.deep import call_deep
-
-        return call_deep(fn)
-
-
 def summarize_bytes(path: str, data: bytes, modname: str, is_package: bool, catalogue: Catalogue) -> Union[ModuleIR, Finding]:
     from cudalint.summary.from_bytes import _summarize_bytes  # one way to summarize, the library's own
 
@@ -374,22 +379,6 @@ def _run_chunk(fn_name: str, items: list, extra: tuple[str, ...], kwargs: dict) 
     with paused_gc():
         results = [fn(item, extra, **kwargs) for item in items]
         return _deep(lambda: pickle.dumps(results, protocol=pickle.HIGHEST_PROTOCOL))
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """Syntax trees and summaries are large and acyclic: reference counting frees them. The cycle
-    collector would walk every live node again and again while they are built (measured on timm: a
-    third of a serial run), so it pauses while a batch of files is scanned, summarized or selected,
-    and cudalint.api.lint_files pauses it for the whole run: re-enabled while the summaries are
-    still alive, its first collection walks all of them (0.15 s on a 50,000-line module)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 class _Pool:

@@ -106,8 +106,21 @@ def bounded(labels: tuple[Label, ...], depth: int = MAX_INNER_DEPTH) -> tuple[La
 
 
 def keep(s: "_Summarizer", labels: Iterable[Label]) -> tuple[Label, ...]:
-    """Labels that go into the IR."""
-    return tuple(lb for lb in labels if lb.kind in FLOWING)
+    """Labels that go into the IR, in source order."""
+    return in_order(lb for lb in labels if lb.kind in FLOWING)
+
+
+def in_order(labels: Iterable[Label]) -> tuple[Label, ...]:
+    """Labels come in sets, which order them by the address of their syntax node: the IR lists them
+    by where they are in the source, so the same bytes always make the same summary (its encoding
+    names the summary in cudalint.engine.run_keys, and the first label names a finding's cause)."""
+    return tuple(sorted(labels, key=_place))
+
+
+def _place(lb: Label) -> tuple:
+    o = lb.origin
+    line = o if type(o) is int else getattr(o, "lineno", 0)
+    return (line, getattr(o, "col_offset", 0), lb.kind, lb.text, lb.detail, lb.api, lb.rtype, lb.works, lb.starts_on, len(lb.inner))
 
 
 def for_event(s: "_Summarizer", expr: ast.expr, scope: "_Scope") -> tuple[Label, ...]:
@@ -414,7 +427,7 @@ def freeze(obj: object) -> object:
         origin = obj.origin
         if isinstance(origin, (ast.AST, Span)):
             origin = origin.lineno
-        return replace(obj, origin=origin, inner=freeze(obj.inner))
+        return replace(obj, origin=origin, inner=freeze(in_order(obj.inner)) if obj.inner else obj.inner)
     if isinstance(obj, (ast.AST, Span)):
         return obj.lineno  # type: ignore[union-attr]
     if isinstance(obj, tuple):

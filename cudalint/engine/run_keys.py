@@ -1,0 +1,114 @@
+"""The names of a whole run's input, under which the cache keeps what that input gave.
+
+Three names, from the cheapest to know to the most forgiving:
+- the files' bytes (`source_key`): nothing changed since an earlier run, whose findings are taken;
+- the files' scans (`selection_key`): the prefilter's choice is taken and no scan is read;
+- the files' summaries (`summary_key`): an edit that left its file's summary as it was (a comment,
+  a blank line) names the same input as before, so the earlier findings are taken without reading
+  a summary or running the analysis. This is the "early cutoff" of build systems (Shake, Bazel):
+  a changed input whose product is unchanged stops the rebuild there. A summary's name is the key
+  of the earliest bytes known to summarize the same (cudalint.engine.cache.Cache.summary_name);
+  two summaries get one name only when their encodings are equal, so a name never stands for a
+  summary it does not hold.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Union
+
+from cudalint.core.deep import call_roomy as _deep
+from cudalint.core.findings import Finding
+from cudalint.core.ir import ModuleIR
+from cudalint.engine.serialize import encode
+
+if TYPE_CHECKING:
+    from cudalint.engine.cache import Cache
+    from cudalint.engine.runner import FileInfo
+
+_NAMES = ("utf-8", "surrogateescape")
+
+
+def _run_hash(kind: str, salt: str, run_salt: str, prefilter: bool, judged: Iterable[str]) -> "hashlib._Hash":
+    return hashlib.sha256(f"{kind}\0{salt}\0{run_salt}\0{prefilter}\0{sorted(judged)}".encode(*_NAMES))
+
+
+def source_key(salt: str, run_salt: str, prefilter: bool, judged: Iterable[str], infos: "Iterable[FileInfo]", keys: Mapping[str, str], problems: Mapping[str, Finding]) -> str:
+    h = _run_hash("bytes", salt, run_salt, prefilter, judged)
+    for info in infos:
+        h.update(f"\0{info.path}\0{keys.get(info.path, '')}".encode(*_NAMES))
+    for path in sorted(problems):
+        h.update(json.dumps(encode(problems[path])).encode())
+    return h.hexdigest()
+
+
+def summary_key(
+    salt: str,
+    run_salt: str,
+    prefilter: bool,
+    judged: Iterable[str],
+    infos: "Iterable[FileInfo]",
+    chosen: set[str],
+    names: Mapping[str, Optional[str]],
+    problems: Mapping[str, Finding],
+) -> Optional[str]:
+    """What the analysis reads: each file's place, whether it was chosen and the name of the summary
+    it has (chosen, or refused by the parser: a CUD900); None when a summary has no name."""
+    h = _run_hash("summaries", salt, run_salt, prefilter, judged)
+    for info in infos:
+        if info.path in problems:
+            continue
+        name = "-"
+        if info.path in names:
+            name = names[info.path]
+            if name is None:
+                return None
+        h.update(f"\0{info.path}\0{info.module}\0{info.is_package}\0{info.path in chosen}\0{name}".encode(*_NAMES))
+    for path in sorted(problems):
+        h.update(json.dumps(encode(problems[path])).encode())
+    return h.hexdigest()
+
+
+def selection_key(cache: "Cache", infos: "list[FileInfo]", keys: Mapping[str, str], digests: Mapping[str, Optional[str]], judged: Iterable[str]) -> Optional[str]:
+    """Names what `select` depends on: every file's path, module name and scan. None: a scan's
+    digest is unknown (a file given as text, an index entry of an older form)."""
+    h = hashlib.sha256(f"{cache.salt}\0{sorted(judged)}".encode(*_NAMES))
+    for info in infos:
+        if info.path not in keys:
+            continue  # unreadable: not in the selection either way
+        digest = digests.get(info.path)
+        if digest is None:
+            return None
+        h.update(f"\0{info.path}\0{info.module}\0{info.is_package}\0{digest}".encode(*_NAMES))
+    return h.hexdigest()
+
+
+def same_summary(old: Optional[Union[ModuleIR, Finding]], new: Union[ModuleIR, Finding]) -> bool:
+    """Whether two summaries say the same, field for field (the encoding the cache stores: `==` on
+    the IR would not do, a Label compares by its origin alone and not by its text)."""
+    if old is None:
+        return False
+    try:
+        return encode(old) == encode(new)
+    except (TypeError, RecursionError):
+        return False
+
+
+def summary_names(cache: "Cache", infos: "list[FileInfo]", results: Mapping[str, Any], before: Mapping[str, tuple[str, str]], keys: Mapping[str, str], present: set[str], chosen: set[str], broken: set[str]) -> dict[str, Optional[str]]:
+    """path -> the name of its summary (cudalint.engine.run_keys), for the files the analysis reads.
+    A file whose bytes changed keeps its old name when its new summary equals the old one."""
+    names: dict[str, Optional[str]] = {}
+    for info in infos:
+        path = info.path
+        if path not in present or (path not in chosen and path not in broken):
+            continue
+        if not info.cached:
+            names[path] = None
+            continue
+        if path in before and path in results:
+            old_key, old_name = before[path]
+            if same_summary(_deep(cache.get, old_key), results[path]):
+                cache.name_summary(path, keys[path], old_name)
+        names[path] = cache.summary_name(path)
+    return names
+

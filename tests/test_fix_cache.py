@@ -1,0 +1,75 @@
+"""Proven fixes are kept beside the run (cudalint.fixes.fix_cache): a warm `--format json` run takes
+them instead of proving them again, an edit proves them again, and a damaged entry is a miss."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cudalint.api import lint_paths
+from cudalint.core import cache_files
+from cudalint.core.catalogue import load_catalogue
+from cudalint.engine.cache import Cache
+from cudalint.fixes import fix_cache
+from cudalint.inputs.config import Config
+from tests.fixture_expectations import FIXTURES
+
+
+def _fixes(src: Path, cache_dir: Path) -> dict:
+    cache = Cache.open(cache_dir, load_catalogue())
+    files = sorted(str(p) for p in src.rglob("*.py"))
+    findings = lint_paths(files, cache=cache).findings
+    return {(Path(k[0]).name, k[1], k[3]): (f.message, [e.to_json() for e in f.edits]) for k, f in fix_cache.cached_fixes(findings, files, Config(), None, cache=cache).items()}
+
+
+def _proofs(monkeypatch) -> list:
+    calls: list = []
+    real = fix_cache.fixes_for
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(fix_cache, "fixes_for", counting)
+    return calls
+
+
+@pytest.fixture
+def src(tmp_path: Path) -> Path:
+    out = tmp_path / "proj"
+    shutil.copytree(FIXTURES / "CUD001" / "cross_module", out)
+    return out
+
+
+def test_a_warm_run_takes_the_proven_fixes(src: Path, tmp_path: Path, monkeypatch) -> None:
+    calls = _proofs(monkeypatch)
+    first = _fixes(src, tmp_path / "c")
+    assert list(first) == [("serve.py", 8, "CUD001")]
+    assert first[("serve.py", 8, "CUD001")][0] == "Move the write above the first import that can initialize CUDA"
+    assert _fixes(src, tmp_path / "c") == first
+    assert len(calls) == 1
+
+
+def test_an_edit_proves_the_fixes_again(src: Path, tmp_path: Path, monkeypatch) -> None:
+    calls = _proofs(monkeypatch)
+    first = _fixes(src, tmp_path / "c")
+    serve = src / "serve.py"
+    serve.write_text(serve.read_text() + "\n# edited\n")
+    assert _fixes(src, tmp_path / "c") == first  # (the fix is the same: its edits end above the comment)
+    assert len(calls) == 2
+
+
+@pytest.mark.parametrize("damage", [[1], [["serve.py", 8, 1, "CUD001", "msg", "safe", [["x", 1, 1, 1]]]], {"a": 1}, [["p", "8", 1, "CUD001", "m", "safe", []]]])
+@pytest.mark.parametrize("signed", [False, True], ids=["planted", "signed"])
+def test_a_damaged_entry_is_proven_again(src: Path, tmp_path: Path, monkeypatch, damage, signed: bool) -> None:
+    calls = _proofs(monkeypatch)
+    first = _fixes(src, tmp_path / "c")
+    (entry,) = (tmp_path / "c" / "fixes").glob("*.json")
+    if signed:
+        cache_files.write(tmp_path / "c", entry.relative_to(tmp_path / "c").as_posix(), json.dumps(damage).encode())
+    else:
+        entry.write_text(json.dumps(damage))
+    assert _fixes(src, tmp_path / "c") == first
+    assert len(calls) == 2
