@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Optional, Sequence, Union
 from cudalint.inputs import source
 from cudalint.engine.cache import Cache
 from cudalint.core.catalogue import Catalogue, load_catalogue
-from cudalint.checks import build_checks, build_derive, init_keys, project_checks
+from cudalint.checks import build_checks, build_derive, build_sparse, init_keys, project_checks, watched
 from cudalint.inputs.config import Config
 from cudalint.inputs.discover import discover
 from cudalint.core.findings import Finding
@@ -195,23 +195,14 @@ def _lint_files(
         else:
             modules.append(result)
     project = Project(modules)
-    analyzer = Analyzer(
-        project,
-        checks,
-        init_keys,
-        derive=build_derive(config.target_version),
-    )
+    derive, imports, sparse = build_derive(config.target_version, catalogue), watched.import_keys(catalogue), build_sparse(catalogue)
+    analyzer = Analyzer(project, checks, init_keys, derive=derive, imports=imports, sparse=sparse)
     try:
         findings.extend(analyzer.run())
     except RecursionError:  # deeply nested control flow: once more with a deep stack
         from cudalint.core.deep import call_deep
 
-        analyzer = Analyzer(
-            project,
-            checks,
-            init_keys,
-            derive=build_derive(config.target_version),
-        )
+        analyzer = Analyzer(project, checks, init_keys, derive=derive, imports=imports, sparse=sparse)
         findings.extend(call_deep(analyzer.run))
     findings.extend(project_checks(analyzer, config.enabled, catalogue))
     by_path = {m.path: m for m in modules}

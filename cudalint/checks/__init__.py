@@ -6,10 +6,10 @@ every caller's state.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Optional
 
 from cudalint.core.catalogue import Catalogue
-from cudalint.checks import device_values, env, fork, gpu_enumeration, gpu_index, library_fork, monkeypatch
+from cudalint.checks import device_values, env, fork, gpu_enumeration, gpu_index, library_fork, monkeypatch, watched
 from cudalint.analysis.flow import Check, Derive
 
 
@@ -25,14 +25,21 @@ def build_checks(catalogue: Catalogue, enabled: Callable[[str], bool], target_ve
     return checks
 
 
-def build_derive(target_version: str = "py310") -> dict[str, list[Derive]]:
+def build_derive(target_version: str = "py310", catalogue: Optional[Catalogue] = None) -> dict[str, list[Derive]]:
     """Facts derived at events from the facts before them (start method, fork server, env after it,
-    a read of CUDA_VISIBLE_DEVICES)."""
+    a read of CUDA_VISIBLE_DEVICES). With the catalogue, a write makes facts only for the variables
+    something reads (cudalint.checks.watched)."""
     out: dict[str, list[Derive]] = {}
-    for part in (fork.derivations(target_version), env.derivations(), gpu_enumeration.derivations()):
+    names = watched.env_names(catalogue) if catalogue is not None else None
+    for part in (fork.derivations(target_version), env.derivations(names), gpu_enumeration.derivations()):
         for kind, derives in part.items():
             out.setdefault(kind, []).extend(derives)
     return out
+
+
+def build_sparse(catalogue: Catalogue) -> dict:
+    """The events the flow may expose sparsely (cudalint.checks.fork.sparse_events)."""
+    return fork.sparse_events(watched.judged_env_names(catalogue))
 
 
 def project_checks(analyzer, enabled: Callable[[str], bool], catalogue: Catalogue | None = None) -> list:

@@ -108,13 +108,16 @@ def _meant_for_child(analyzer, exposed: Exposed) -> bool:
     return False
 
 
-def derivations() -> dict[str, list]:
+def derivations(names: Optional[frozenset[str]] = None) -> dict[str, list]:
     """Facts every environment write establishes, for the judgments above and for the catalogue's
-    `unless_env`/`when_env` conditions: "env_set:V" (V holds some value) and "env_value:V=L"."""
+    `unless_env`/`when_env` conditions: "env_set:V" (V holds some value) and "env_value:V=L".
+    `names`: only for these variables (cudalint.checks.watched); None: for all."""
 
     def written(ev, path, chain, lookup) -> Iterable[tuple[str, Fact]]:
         name = ev.data[0]
         if not name or not (ev.data[1] or ev.data[2]):  # `os.environ.pop(V)`: removes, sets nothing
+            return []
+        if names is not None and name not in names:
             return []
         fact = Fact((Step(path, ev.loc[0], f"{name} is written here"),), (ev.text, path, ev.loc[0]))
         out = [(f"env_set:{name}", fact)]

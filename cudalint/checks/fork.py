@@ -83,6 +83,17 @@ def derivations(target_version: str) -> dict[str, list]:
     return {"start_method": [start_method], "process": [process], "env_write": [env_write]}
 
 
+def sparse_events(judged_env: Optional[frozenset[str]]) -> dict[str, tuple[Callable, str]]:
+    """The environment writes no check judges (a variable outside `judged_env`, cudalint.checks.watched):
+    their derivations are cudalint.checks.env's `written` (from the event alone) and `env_write` above,
+    which makes ENV_AFTER_SERVER, first cause kept, when SERVER holds (cudalint.analysis.flow.Analyzer.expose).
+    None: every write is exposed."""
+    if judged_env is None:
+        return {}
+    # (what `written` reads of the event: the name, whether it sets a value, the value)
+    return {"env_write": (lambda ev: not ev.data or ev.data[0] not in judged_env, SERVER, lambda ev: ev.data[:4])}
+
+
 def _judged_without_callers(index: ProjectIndex, exposed: Exposed) -> bool:
     """True when this judgment is made in a function's own walk (or a caller's) that the project
     calls from elsewhere: those callers judge again with the start method they set."""

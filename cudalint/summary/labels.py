@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Iterable, Optional, Sequence
 import builtins
 
 import ast
+import sys
 
 from cudalint.core.callargs import arg_expr, args_of, first_arg, slotted
 from cudalint.core.ir import Label
@@ -422,16 +423,20 @@ def _subclass_start(s: "_Summarizer", call: ast.Call, q: str, method: str, out: 
 
 # ---------- finalizing ---------------------------------------------------------------------------------
 def freeze(obj: object) -> object:
-    """Replace the syntax nodes in event data and labels by their line numbers."""
+    """Replace the syntax nodes in event data and labels by their line numbers. Strings are interned:
+    the same names recur in thousands of events and labels (cudalint.engine.serialize.loads)."""
     if isinstance(obj, Label):
         origin = obj.origin
         if isinstance(origin, (ast.AST, Span)):
             origin = origin.lineno
-        return replace(obj, origin=origin, inner=freeze(in_order(obj.inner)) if obj.inner else obj.inner)
+        inner = freeze(in_order(obj.inner)) if obj.inner else obj.inner
+        return replace(obj, origin=origin, inner=inner, text=sys.intern(obj.text), detail=sys.intern(obj.detail))
     if isinstance(obj, (ast.AST, Span)):
         return obj.lineno  # type: ignore[union-attr]
+    if type(obj) is str:
+        return sys.intern(obj)
     if isinstance(obj, tuple):
-        if not any(isinstance(x, (Label, ast.AST, Span, tuple)) for x in obj):
+        if not any(isinstance(x, (Label, ast.AST, Span, tuple, str)) for x in obj):
             return obj
         return tuple(freeze(x) for x in obj)
     return obj

@@ -1,0 +1,89 @@
+"""What the flow engine makes and carries, and no more (cudalint.checks.watched, Analyzer.expose):
+facts only for the imports and variables something reads, and each environment write no check
+judges exposed to callers only where a caller's derivation could use it. Each economy is paired
+with the finding it must keep."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from cudalint.analysis.flow import Analyzer
+from cudalint.api import lint_paths
+from cudalint.checks import build_checks, build_derive, build_sparse, init_keys, watched
+from cudalint.core.catalogue import load_catalogue
+from cudalint.core.project import Project
+from cudalint.inputs.config import Config
+from cudalint.summary.from_bytes import _summarize_bytes
+
+
+def _analyze(tmp_path: Path, files: dict[str, str]) -> Analyzer:
+    cat = load_catalogue()
+    config = Config()
+    mods = []
+    for name, text in files.items():
+        path = tmp_path / name
+        path.write_text(text)
+        mods.append(_summarize_bytes(str(path), text.encode(), name[:-3], False, cat))
+    checks = build_checks(cat, config.enabled, config.target_version)
+    an = Analyzer(Project(mods), checks, init_keys, derive=build_derive(config.target_version, cat), imports=watched.import_keys(cat), sparse=build_sparse(cat))
+    an.run()
+    return an
+
+
+def _codes(tmp_path: Path, files: dict[str, str]) -> list[str]:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    return [f"{Path(f.path).name}:{f.line}: {f.code}" for f in lint_paths([str(tmp_path / n) for n in files]).findings]
+
+
+def test_facts_only_for_what_is_read(tmp_path: Path) -> None:
+    an = _analyze(tmp_path, {"m.py": 'import os\nimport numpy\nimport cupy\n\nos.environ["FOO"] = "1"\nos.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"\nos.environ["CUDA_VISIBLE_DEVICES"] = "0"\n'})
+    keys = set(an.module_summary(an.project.modules[0]).out)
+    assert "import:cupy" in keys and "import:numpy" not in keys  # (CUPY_* variables are frozen by `import cupy`)
+    assert {"env_set:CUDA_VISIBLE_DEVICES", "env_value:CUDA_VISIBLE_DEVICES=0", "env_value:PYTORCH_NVML_BASED_CUDA_CHECK=1"} <= keys
+    assert not any("FOO" in k for k in keys)
+
+
+def test_an_unwatched_import_still_counts_where_it_freezes_a_variable(tmp_path: Path) -> None:
+    # the shape of fixtures/CUD001/bad_other_libraries.py: `import cupy` freezes CUPY_* variables
+    files = {"m.py": 'import os\nimport numpy\nimport cupy\n\nos.environ["CUPY_ACCELERATORS"] = "cub"\n'}
+    assert _codes(tmp_path, files) == ["m.py:5: CUD002"]  # (a library-level setting read at import)
+
+
+def test_repeated_unjudged_writes_are_exposed_once_each(tmp_path: Path) -> None:
+    """vllm's shape: every `import vllm...` line sets PYTORCH_NVML_BASED_CUDA_CHECK and
+    TORCHINDUCTOR_COMPILE_THREADS again (the catalogue's `sets_env`): a caller needs one of each."""
+    text = (
+        "import os\n\n\ndef setup():\n"
+        '    os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"\n'
+        '    os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"\n'
+        '    os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"\n'
+        '    os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"\n'
+        '    os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "2"\n'
+        '    os.environ["CUDA_VISIBLE_DEVICES"] = "0"\n'
+        '    os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"\n'
+        '    os.environ["CUDA_VISIBLE_DEVICES"] = "0"\n'
+    )
+    an = _analyze(tmp_path, {"m.py": text})
+    summary = next(s for (path, q), s in an.summaries.items() if q == "setup")
+    exposed = [(e.event.loc[0], e.event.data[0]) for e in summary.exposed]
+    # lines 5, 6, 9 (another value), both judged writes, and 11: a judged write began a new run
+    assert exposed == [(5, "PYTORCH_NVML_BASED_CUDA_CHECK"), (6, "TORCHINDUCTOR_COMPILE_THREADS"), (9, "TORCHINDUCTOR_COMPILE_THREADS"), (10, "CUDA_VISIBLE_DEVICES"), (11, "TORCHINDUCTOR_COMPILE_THREADS"), (12, "CUDA_VISIBLE_DEVICES")]
+
+
+def test_a_write_after_the_fork_server_started_in_the_caller_is_still_found(tmp_path: Path) -> None:
+    """The fork server starts in the caller, the callee writes unjudged variables in a run: the
+    first one is the cause (fixtures/CUD006/bad_set_forkserver.py's shape, with other variables)."""
+    text = (
+        "import multiprocessing\nimport os\n\n\ndef serve(name):\n    print(name)\n\n\ndef configure():\n"
+        '    os.environ["OMP_NUM_THREADS"] = "4"\n'
+        '    os.environ["OMP_NUM_THREADS"] = "4"\n'
+        '    os.environ["NCCL_DEBUG"] = "INFO"\n\n\n'
+        "def start_two():\n"
+        '    multiprocessing.Process(target=serve, args=("a",)).start()\n'
+        "    configure()\n"
+        '    multiprocessing.Process(target=serve, args=("b",)).start()\n\n\n'
+        'if __name__ == "__main__":\n    multiprocessing.set_start_method("forkserver")\n    start_two()\n'
+    )
+    assert _codes(tmp_path, {"m.py": text}) == ["m.py:18: CUD006"]
+    (finding,) = lint_paths([str(tmp_path / "m.py")]).findings
+    assert '`os.environ["OMP_NUM_THREADS"] = "4"` (line 10)' in finding.message
