@@ -39,6 +39,7 @@ import sys
 from cudalint.core.callargs import arg_expr, args_of, first_arg, slotted
 from cudalint.core.ir import Label
 from cudalint.core.positions import Span
+from cudalint.summary import fallbacks
 
 if TYPE_CHECKING:  # pragma: no cover
     from cudalint.core.catalogue import Api, Catalogue
@@ -156,6 +157,10 @@ def labels_of(s: "_Summarizer", expr: Optional[ast.AST], scope: "_Scope") -> fro
         return labels_of(s, expr.value, scope)  # type: ignore[attr-defined]
     if kind is ast.Lambda or kind is ast.Constant:
         return EMPTY
+    if kind is ast.IfExp:
+        mapped = fallbacks.mapped_when_possible(expr)  # type: ignore[arg-type]
+        if mapped is not None:
+            return labels_of(s, mapped, scope)
     out: set = set()
     for child in _parts(expr):
         out |= labels_of(s, child, scope)
