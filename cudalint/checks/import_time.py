@@ -13,7 +13,7 @@ from typing import Optional
 
 from cudalint.core.findings import Finding, Step
 from cudalint.analysis.flow import EMPTY, Analyzer, Summary
-from cudalint.core.ir import Event, ModuleIR, iter_events
+from cudalint.core.ir import Branch, Event, ModuleIR, iter_events
 
 _MAX_IMPORTERS_IN_WITNESS = 5
 
@@ -23,6 +23,15 @@ class _OwnTopLevel(Analyzer):
 
     def module_summary(self, mod: ModuleIR) -> Summary:
         return EMPTY
+
+    def node(self, node, state, w):
+        # a test a runtime-state predicate decides (`if dist.is_initialized():`, cudalint.summary.import_state)
+        # has its import-time value here: only the arm that runs during the import is walked
+        if isinstance(node, Branch) and node.at_import is not None:
+            if node.at_import:
+                return self.block(node.arms[0], state, w)
+            return self.block(node.arms[1], state, w) if len(node.arms) > 1 else state
+        return super().node(node, state, w)
 
 
 def _statement_at(mod: ModuleIR, line: int) -> Optional[Event]:

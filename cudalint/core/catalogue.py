@@ -72,7 +72,9 @@ EFFECT_FIELDS = {
     # CUD008: the call answers whether or how many GPUs there are
     "gpu_presence": bool,
 }
-API_FIELDS = {"name", "kind", "init", "note", "evidence", "match", "unless", "library"} | set(EFFECT_FIELDS)
+# `runtime_state` describes the call's answer, not an effect: it is no event kind (the prefilter reads
+# `effects` only) and no file needs judging for it
+API_FIELDS = {"name", "kind", "init", "note", "evidence", "match", "unless", "library", "runtime_state"} | set(EFFECT_FIELDS)
 ENV_FIELDS = {"name", "frozen_by", "also_frozen_by", "reader", "rule", "note", "evidence", "library"}
 
 
@@ -93,6 +95,9 @@ class Api:
     unless: tuple[tuple[tuple[str, ...], str], ...] = ()
     effects: tuple[tuple[str, Any], ...] = ()
     source: str = ""
+    # the call answers whether state the program sets up itself exists (a process group, CUDA's own
+    # state): False in a fresh process, so what it guards does not run at import (summary/import_state)
+    runtime_state: bool = False
 
     def get(self, key: str, default: Any = None) -> Any:
         for k, v in self.effects:
@@ -246,6 +251,9 @@ def _api(raw: Mapping[str, Any], library: str, source: str, index: int) -> Api:
             elif isinstance(value, list):
                 value = tuple(value)
             effects.append((key, value))
+    runtime_state = raw.get("runtime_state", False)
+    if not isinstance(runtime_state, bool):
+        raise CatalogueError(f"{where}: `runtime_state` must be bool")
     return Api(
         name=name.lstrip(".") if kind in ("method", "attribute") else name,
         kind=kind,
@@ -257,6 +265,7 @@ def _api(raw: Mapping[str, Any], library: str, source: str, index: int) -> Api:
         unless=_conditions(raw.get("unless"), where),
         effects=tuple(effects),
         source=source,
+        runtime_state=runtime_state,
     )
 
 

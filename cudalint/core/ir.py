@@ -7,7 +7,7 @@ can be cached and shared between the CLI and the flake8 plugin.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator, Union
+from typing import Iterator, Optional, Union
 
 # (line, column, end_line, end_column); columns 1-based
 Loc = tuple[int, int, int, int]
@@ -65,6 +65,9 @@ class Branch:
 
     arms: tuple["Block", ...]
     exhaustive: bool
+    # the test's value while modules are imported, when a runtime-state predicate decides it
+    # (cudalint.summary.import_state): None for most tests; only the import-time walk (CUD003) reads it
+    at_import: Optional[bool] = None
 
 
 @dataclass(frozen=True, slots=True)

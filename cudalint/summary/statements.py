@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from typing import Iterable, Optional, Union
 
-from cudalint.summary import child_env, container_refs, labels
+from cudalint.summary import child_env, container_refs, import_state, labels
 from cudalint.summary import static_guards
 from cudalint.core.ir import Block, Branch, ClassInfo, Function, Loop, MainGuard, Node, Try
 from cudalint.core.positions import span
@@ -35,13 +35,14 @@ class _Statements:
             # `if TYPE_CHECKING:`, a feature flag the module sets once: only one arm ever runs
             out.extend(self.block(stmt.body if truth else stmt.orelse, scope))
             return
+        at_import = import_state.truth(self, stmt.test, scope)
         reads = self.env_reads(stmt.test, scope)
         self._env_guards.append(reads)
         try:
             before = dict(scope.labels)
             body = self.block(stmt.body, scope)
             if not stmt.orelse:
-                out.append(Branch(arms=(body,), exhaustive=False))
+                out.append(Branch(arms=(body,), exhaustive=False, at_import=at_import))
             else:
                 # value labels: either arm's assignment may be the one that ran (`best = argmax(free)`
                 # in one arm, `best = 0` in the other): the union, not the last one written
@@ -52,7 +53,7 @@ class _Statements:
                 for name, found in in_body.items():
                     if found is not before.get(name):
                         scope.labels[name] = scope.labels.get(name, frozenset()) | found
-                out.append(Branch(arms=(body, orelse), exhaustive=True))
+                out.append(Branch(arms=(body, orelse), exhaustive=True, at_import=at_import))
         finally:
             self._env_guards.pop()
 
@@ -267,6 +268,7 @@ class _Statements:
         name = target.id  # type: ignore[attr-defined]
         scope.bound.add(name)
         child_env.on_bind(self, name, value, scope)
+        import_state.on_bind(self, name, value, scope)
         self.note_pool(name, value, scope)
         scope.cuda_objs.pop(name, None)
         scope.argv.pop(name, None)

@@ -96,6 +96,7 @@ class _Scope:
     argv: dict[str, str] = field(default_factory=dict)  # names bound to a command line (a list of strings), its words joined
     serial_pools: set[str] = field(default_factory=set)  # names bound to a one-worker thread pool (cudalint.summary.thread_events)
     cuda_objs: dict[str, tuple] = field(default_factory=dict)  # names bound to what a CUDA-initializing call built: (line, text, library)
+    import_false: set[str] = field(default_factory=set)  # names bound to a test that is false at import (summary/import_state)
 
     def chain(self) -> Iterator["_Scope"]:
         """This scope, then the enclosing ones out to the module."""
