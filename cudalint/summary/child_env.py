@@ -52,7 +52,14 @@ def is_copy(s: "_Summarizer", value: Optional[ast.AST], scope: "_Scope") -> bool
         return False
     if kind is ast.Dict:
         return any(k is None and (s.is_env(v, scope) or is_copy_name(v, scope)) for k, v in zip(value.keys, value.values))  # type: ignore[attr-defined]
+    if kind is ast.BinOp and type(value.op) is ast.BitOr:  # type: ignore[attr-defined]
+        # `os.environ | {...}`, `{...} | os.environ` (3.9's dict union): a new mapping either way
+        return any(_from_env(s, side, scope) for side in (value.left, value.right))  # type: ignore[attr-defined]
     return False
+
+
+def _from_env(s: "_Summarizer", expr: ast.AST, scope: "_Scope") -> bool:
+    return s.is_env(expr, scope) or is_copy_name(expr, scope) or is_copy(s, expr, scope)
 
 
 def is_copy_name(expr: ast.AST, scope: "_Scope") -> bool:
@@ -152,6 +159,20 @@ def _dict_items(s: "_Summarizer", value: ast.Dict, scope: "_Scope", out: list) -
     for key, val in zip(value.keys, value.values):
         if key is not None and _key(s, key, scope) == CVD:
             _child(s, key, val, scope, out)
+
+
+def on_union(s: "_Summarizer", node: ast.BinOp, scope: "_Scope", out: list) -> None:
+    """`os.environ | {"CUDA_VISIBLE_DEVICES": v}`: the right side wins, so the child gets `v`. In
+    `{"CUDA_VISIBLE_DEVICES": v} | os.environ` the parent's own value wins where it has one: `v` only
+    fills in an unset variable, which is what the rule asks for (not an event)."""
+    if type(node.op) is ast.BitOr and type(node.right) is ast.Dict and _from_env(s, node.left, scope):
+        _dict_items(s, node.right, scope, out)
+
+
+def on_union_update(s: "_Summarizer", target: ast.AST, value: ast.AST, scope: "_Scope", out: list) -> None:
+    """`env |= {"CUDA_VISIBLE_DEVICES": v}` on a copy of the environment."""
+    if type(value) is ast.Dict and is_copy_name(target, scope):
+        _dict_items(s, value, scope, out)
 
 
 def on_dict(s: "_Summarizer", value: ast.Dict, scope: "_Scope", out: list) -> None:

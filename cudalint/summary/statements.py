@@ -146,6 +146,8 @@ class _Statements:
             else:
                 out.append(self.env_event(stmt, "", self.text(stmt.value)))
         else:
+            if type(stmt.op) is ast.BitOr:
+                child_env.on_union_update(self, stmt.target, stmt.value, scope, out)
             self.assign_target(stmt.target, None, stmt, scope, out, bind=False)
 
     def delete(self, stmt: ast.Delete, scope: _Scope, out: list[Node]) -> None:

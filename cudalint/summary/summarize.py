@@ -230,6 +230,8 @@ class _Summarizer(_Statements, _CallEvents, ThreadEvents):
             child_env.on_compare(self, expr, scope, out)  # type: ignore[arg-type]
         elif kind is ast.Dict:
             child_env.on_dict(self, expr, scope, out)  # type: ignore[arg-type]
+        elif kind is ast.BinOp:
+            child_env.on_union(self, expr, scope, out)  # type: ignore[arg-type]
         for child in _children(expr):
             self.expr(child, scope, out)
 
