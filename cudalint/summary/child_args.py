@@ -4,7 +4,9 @@ chosen in the parent is followed into the child (`Process(target=work, args=(gpu
 `os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)` or `torch.cuda.set_device(gpu)` in `work`).
 
 Catalogue field `child_args` (with `child_work`), one or more specs separated by ";":
-- "tuple:3|args": a tuple or list display at that slot holds the positional arguments;
+- "tuple:3|args": a tuple or list display at that slot holds the positional arguments; "tuple@1:1|args"
+  holds them from the work's second parameter on (`torch.multiprocessing.spawn(fn, args=(...))` calls
+  `fn(i, *args)`, the process index first);
 - "rest:1": the positional arguments from that position on (`executor.submit(fn, *args)`);
 - "each:1|iterable": each element of that iterable is the first argument (`pool.map(fn, gpus)`);
 - "zip:1|iterable": each element is a tuple of the arguments (`pool.starmap(fn, zip(gpus, jobs))`):
@@ -31,9 +33,10 @@ def _given(s: "_Summarizer", spec: str, call: ast.Call, scope: "_Scope") -> list
     expr = arg_expr(call, slots)
     if expr is None:
         return []
-    if how == "tuple":
+    if how.partition("@")[0] == "tuple":
+        first = int(how.partition("@")[2] or 0)
         if type(expr) in (ast.Tuple, ast.List):
-            return [(str(i), e) for i, e in enumerate(expr.elts) if type(e) is not ast.Starred]  # type: ignore[attr-defined]
+            return [(str(first + i), e) for i, e in enumerate(expr.elts) if type(e) is not ast.Starred]  # type: ignore[attr-defined]
         return []
     if how == "each":
         return [("0", expr)]  # labels_of(iterable) is what its elements may hold
