@@ -9,7 +9,10 @@ that container".
   filled with (`self.models[name] = Llama(...)`) is its elements. Two request threads that look up
   the same key share one instance; threads started in a loop may each take their own element
   (`cudalint.analysis.threads.concurrent` does not pair those), which, like a list of distinct instances, is
-  CUD103's business.
+  CUD103's business;
+- `prompt | llm | parser`: a LangChain (LCEL) composition holds each of its parts, and running it
+  (`chain.invoke(x)`, `chain.batch(xs)`) runs each part's method of that name (langchain-core 1.8.2
+  runnables/base.py RunnableSequence.invoke/batch call every step's invoke/batch in turn): `composed`.
 """
 from __future__ import annotations
 
@@ -75,3 +78,29 @@ def for_bind(s: "_Summarizer", target: ast.expr, iterable: ast.expr, scope: "_Sc
     else:
         origin = None
     s.bind_event(target, origin, target, scope, out)
+
+
+def composed(expr: ast.AST) -> list:
+    """The parts of `a | b | c` (nested `|`), when there are at least two; [] for anything else."""
+    if type(expr) is not ast.BinOp or type(expr.op) is not ast.BitOr:  # type: ignore[attr-defined]
+        return []
+    out: list = []
+    todo = [expr]
+    while todo:
+        node = todo.pop()
+        if type(node) is ast.BinOp and type(node.op) is ast.BitOr:  # type: ignore[attr-defined]
+            todo += [node.right, node.left]  # type: ignore[attr-defined]
+        else:
+            out.append(node)
+    return out
+
+
+def part_refs(s: "_Summarizer", expr: ast.AST, scope: "_Scope") -> list[str]:
+    """The refs of the named parts of a composition."""
+    return [r for r in (_plain(s, part, scope) for part in composed(expr)) if r]
+
+
+def composition_binds(s: "_Summarizer", target: ast.expr, value: ast.AST, stmt, scope: "_Scope", out: list) -> None:
+    """`chain = prompt | llm`: the name refers to each part (cudalint.analysis.threads unions binds)."""
+    for r in part_refs(s, value, scope):
+        s.bind_event(target, "ref:" + r, stmt, scope, out)

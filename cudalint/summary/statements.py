@@ -247,6 +247,8 @@ class _Statements:
             origin = self.origin(value, scope) if value is not None and kind is ast.Name else None
             self.bind(target, value, scope)
             self.bind_event(target, origin, stmt, scope, out)
+            if value is not None and kind is ast.Name:
+                container_refs.composition_binds(self, target, value, stmt, scope, out)
 
     def type_of_value(self, value: ast.expr, scope: _Scope) -> Optional[str]:
         if type(value) is ast.Call:

@@ -178,8 +178,13 @@ class ThreadEvents:
                 kind = "lock_enter" if func.attr == "acquire" else "lock_exit"
                 out.append(self.event(kind, call, (r,)))
             return
-        use = self.llama_receiver(call, scope)
-        if use is not None:
+        uses = [self.llama_receiver(call, scope)]
+        if type(func) is ast.Attribute and func.attr in self.touch_names:
+            # `(prompt | llm).batch(xs)`: running a composition runs that method of each part
+            uses += [(func.attr, r) for r in container_refs.part_refs(self, func.value, scope)]
+        for use in uses:
+            if use is None:
+                continue
             out.append(self.event("llama_use", call, (use[0], use[1], self._stream_flag(call, use[0]))))
             if concurrent_calls.concurrent(call, use[0], self.concurrent_specs):
                 out.append(self.event("concurrent_use", call, (use[0], use[1])))
