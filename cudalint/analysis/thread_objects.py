@@ -113,14 +113,16 @@ class _Resolve:
         if kind == "c":
             return self.call_result(rest, mod, store, depth)
         if kind == "each":
-            # iterating a container: its elements are one known object only when it repeats one
+            # iterating a container: its elements are one known object when it repeats one; a
+            # mapping filled by key (`models[k] = Llama()`, iterated by `.values()`/`.items()`) holds
+            # elements as `models[k]` does (cudalint.summary.container_refs)
             key = self.canon(rest, mod, fn)
             for inner, bmod, bfn, bline, _ in self.binds_of(key) if key else ():
                 if inner.startswith("ref:"):
                     found = self.from_origin(inner, bmod, bfn, bline, None, depth + 1)
                     if found is not None:
                         return found
-            return None
+            return self.obj(key + ("elem",), depth + 1) if key is not None and key[0] != "c" else None
         return None
 
     def call_result(self, symbol: str, mod: ModuleIR, store: Optional[Key], depth: int) -> Optional[Obj]:

@@ -5,7 +5,8 @@ that container".
 - `[llm] * 4`, `[llm, llm]`, `[llm for _ in range(4)]`, `itertools.repeat(llm, 4)`: every element is
   `llm` (`repeated`); handed to `pool.map(fn, [llm] * 4)` or iterated (`for m in llms:`), each
   worker gets the same instance;
-- `models[k]`, `self.models[name]`: ref "e:<container ref>" (`element_of`); what the container was
+- `models[k]`, `self.models[name]`, `models.get(k)`: ref "e:<container ref>" (`element_of`); `for m in
+  models.values()` / `for k, m in models.items()` bind `m` to each element; what the container was
   filled with (`self.models[name] = Llama(...)`) is its elements. Two request threads that look up
   the same key share one instance; threads started in a loop may each take their own element
   (`cudalint.analysis.threads.concurrent` does not pair those), which, like a list of distinct instances, is
@@ -64,9 +65,34 @@ def repeated(s: "_Summarizer", expr: Optional[ast.AST], scope: "_Scope") -> Opti
     return None
 
 
+def lookup_of(call: ast.AST) -> Optional[ast.expr]:
+    """`models.get(k)` / `models.get(k, default)`: the container an element is taken from."""
+    if type(call) is ast.Call and type(call.func) is ast.Attribute and call.func.attr == "get" and 1 <= len(call.args) <= 2 and not call.keywords:  # type: ignore[attr-defined]
+        return call.func.value  # type: ignore[attr-defined]
+    return None
+
+
+def _mapping_view(iterable: ast.expr, target: ast.expr) -> tuple[Optional[ast.expr], Optional[ast.expr]]:
+    """(container, the target its elements go to) for `for m in d.values()` and `for k, m in d.items()`."""
+    if type(iterable) is not ast.Call or type(iterable.func) is not ast.Attribute or iterable.args or iterable.keywords:  # type: ignore[attr-defined]
+        return None, None
+    view = iterable.func.attr  # type: ignore[attr-defined]
+    if view == "values":
+        return iterable.func.value, target  # type: ignore[attr-defined]
+    if view == "items" and type(target) is ast.Tuple and len(target.elts) == 2:  # type: ignore[attr-defined]
+        return iterable.func.value, target.elts[1]  # type: ignore[attr-defined]
+    return None, None
+
+
 def for_bind(s: "_Summarizer", target: ast.expr, iterable: ast.expr, scope: "_Scope", out: list) -> None:
     """`for m in [llm] * 4:` binds m to llm; `for m in llms:` to what llms repeats ("each:" origin:
     only a container of one repeated object gives its elements an identity here)."""
+    container, element = _mapping_view(iterable, target)
+    if container is not None and type(element) is ast.Name:
+        r = _plain(s, container, scope)
+        if r:
+            s.bind_event(element, "each:" + r, element, scope, out)
+        return
     if type(target) is not ast.Name:
         return
     one = repeated(s, iterable, scope)

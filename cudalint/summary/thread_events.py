@@ -85,6 +85,9 @@ class ThreadEvents:
             q = self.qualify(expr.func, scope)  # type: ignore[attr-defined]
             if q and (q.startswith(":") or self.maybe_project(q)):
                 return "c:" + q
+            looked_up = container_refs.lookup_of(expr)
+            if looked_up is not None:
+                return container_refs.element_of(self.ref(looked_up, scope))
         if kind is ast.Subscript and type(expr.ctx) is ast.Load:  # type: ignore[attr-defined]
             return container_refs.element_of(self.ref(expr.value, scope))  # type: ignore[attr-defined]
         return None
@@ -119,6 +122,8 @@ class ThreadEvents:
             r = self.ref(value, scope)
             if r is None and q and scope.qualname == "" and not q.startswith(":") and self.cat.library_of(q):
                 return f"t:{q}"  # a module global made by a library (`app = Flask(...)`), for importers
+            if r and r.startswith(container_refs.ELEMENT):
+                return "ref:" + r  # `m = models.get(k)`: the element itself
             return r
         if kind is ast.Name or kind is ast.Attribute:
             r = self.ref(value, scope)
