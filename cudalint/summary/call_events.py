@@ -150,9 +150,16 @@ class _CallEvents:
         return self.event("env_write", node, (var, value, vtype, vlit, found, "guarded" if guarded else ""))
 
     def env_reads(self, expr: Optional[ast.AST], scope: _Scope) -> set[str]:
+        """The variables `expr` reads, directly or through a name bound to such a read (`old_value`
+        in `if old_value is None: del os.environ[V]`, `os.environ[V] = old_value`: vllm's
+        guard_cuda_initialization restores what it read)."""
         if expr is None:
             return set()
-        return static_guards.env_reads(expr, lambda e: self.is_env(e, scope), lambda e: self.key_of(e, scope))
+        found = static_guards.env_reads(expr, lambda e: self.is_env(e, scope), lambda e: self.key_of(e, scope))
+        for node in ast.walk(expr):
+            if type(node) is ast.Name:
+                found |= scope.env_value_of(node.id)
+        return found
 
     def dict_env_events(self, value: ast.Dict, scope: _Scope, out: list[Node]) -> None:
         for key, val in zip(value.keys, value.values):

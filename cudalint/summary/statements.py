@@ -273,6 +273,11 @@ class _Statements:
         scope.bound.add(name)
         child_env.on_bind(self, name, value, scope)
         import_state.on_bind(self, name, value, scope)
+        read = self.env_reads(value, scope) if value is not None else ()
+        if read:
+            scope.env_values[name] = frozenset(read)  # `old = os.environ.get(V)`: a later `os.environ[V] = old` restores
+        else:
+            scope.env_values.pop(name, None)
         self.note_pool(name, value, scope)
         scope.cuda_objs.pop(name, None)
         scope.argv.pop(name, None)

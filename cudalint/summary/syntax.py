@@ -97,6 +97,7 @@ class _Scope:
     serial_pools: set[str] = field(default_factory=set)  # names bound to a one-worker thread pool (cudalint.summary.thread_events)
     cuda_objs: dict[str, tuple] = field(default_factory=dict)  # names bound to what a CUDA-initializing call built: (line, text, library)
     import_false: set[str] = field(default_factory=set)  # names bound to a test that is false at import (summary/import_state)
+    env_values: dict[str, frozenset] = field(default_factory=dict)  # names bound to a value read from these variables (`old = os.environ.get(V)`)
 
     def chain(self) -> Iterator["_Scope"]:
         """This scope, then the enclosing ones out to the module."""
@@ -121,6 +122,15 @@ class _Scope:
 
     def lookup_const(self, name: str) -> object:
         return next((scope.consts[name] for scope in self.chain() if name in scope.consts), _UNKNOWN)
+
+    def env_value_of(self, name: str) -> frozenset:
+        """The variables whose value `name` holds (read from the environment here or in an enclosing scope)."""
+        for scope in self.chain():
+            if name in scope.env_values:
+                return scope.env_values[name]
+            if name in scope.bound:
+                return frozenset()
+        return frozenset()
 
     def is_env_alias(self, name: str) -> bool:
         return any(name in scope.env_aliases for scope in self.chain())
