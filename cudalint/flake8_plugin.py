@@ -151,11 +151,13 @@ def findings_for(filename: str, text: str) -> list[Finding]:
     config = project.config
     here = os.path.normpath(filename if project.absolute else os.path.relpath(filename)) if filename not in _STDIN else "stdin"
     own = digest(text.encode("utf-8"))
+    on_disk = False  # flake8's text is the file's bytes: read it through the index, and the whole-run cache answers
     if filename in _STDIN:
         members = [here]
     else:
         graph = project.import_graph()
-        members = graph.component(here) if graph.digests.get(here) == own else [here]
+        on_disk = graph.digests.get(here) == own
+        members = graph.component(here) if on_disk else [here]
     if len(members) == 1:
         digests = ((here, own),)
     else:
@@ -163,7 +165,9 @@ def findings_for(filename: str, text: str) -> list[Finding]:
     by_path = project.results.get(digests)
     if by_path is None:
         # the CLI's own pipeline over the component; every file of it gets its findings at once
-        result = lint_files(members, config, project.catalogue, cache=project.cache, texts={here: text}, noqa=False)
+        # (texts given would name an overlay: no index, no whole-run result; the other flake8 worker
+        # and the next run take this one's from the cache when the bytes are the file's own)
+        result = lint_files(members, config, project.catalogue, cache=project.cache, texts=None if on_disk else {here: text}, noqa=False)
         by_path = {}
         for finding in result.findings:
             by_path.setdefault(os.path.normpath(finding.path), []).append(finding)

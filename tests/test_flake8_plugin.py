@@ -209,3 +209,23 @@ def test_flake8_on_one_file_without_any_project_marker_still_sees_the_other_modu
     got = flake8_findings(flake8(proj, "--select", "CUD", "gpus.py"))
     assert [(p, r, c, code) for p, r, c, code, _ in got] == [("gpus.py", 5, 5, "CUD001")]
     assert got[0][4].endswith("[via utils/device.py:3 -> serve.py:4 -> serve.py:7]")
+
+
+def test_flake8_with_several_jobs_on_a_big_component(tmp_path: Path) -> None:
+    """flake8 --jobs 2 runs plugins in daemonic pool workers, which may not start processes: with an
+    empty cache, a component of 64 modules or more (cudalint.engine.runner.PARALLEL_MIN_FILES) once
+    gave every file "CUD900 cudalint cannot run: daemonic processes are not allowed to have children".
+    Now the run is serial there, its findings are the CLI's, and the next flake8 run reads the cache."""
+    proj = tmp_path / "proj"
+    pkg = proj / "pkg"
+    pkg.mkdir(parents=True)
+    (proj / "pyproject.toml").write_text('[project]\nname = "demo"\n', encoding="utf-8")
+    (pkg / "__init__.py").write_text("".join(f"from pkg import m{i}\n" for i in range(70)), encoding="utf-8")
+    for i in range(70):
+        (pkg / f"m{i}.py").write_text(f"import pkg\n\nVALUE = {i}\n", encoding="utf-8")
+    (pkg / "m7.py").write_text(BAD, encoding="utf-8")
+    env = {"CUDALINT_CACHE_DIR": str(tmp_path / "cache")}
+    first = flake8_findings(flake8(proj, "--jobs", "2", "--select", "CUD", "pkg", env=env))
+    assert [(Path(p).name, row, code) for p, row, col, code, text in first] == [("m7.py", 5, "CUD003"), ("m7.py", 6, "CUD001")]
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir() if p.is_dir()) >= ["index", "v1"]
+    assert flake8_findings(flake8(proj, "--jobs", "2", "--select", "CUD", "pkg", env=env)) == first

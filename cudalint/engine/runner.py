@@ -385,6 +385,10 @@ class _Pool:
     """A spawn-context process pool started on first use, or plain calls when `jobs` is 1."""
 
     def __init__(self, jobs: int, extra: tuple[str, ...], catalogue: Catalogue, cores: int = 1):
+        if _daemonic():
+            # flake8 --jobs N runs the plugin in daemonic pool workers, which may not start processes:
+            # every file of a project of 64 modules or more got "CUD900 cudalint cannot run"
+            jobs = cores = 1
         self.jobs = jobs
         self.cores = cores
         self.extra = extra
@@ -449,6 +453,12 @@ class _Pool:
         for executor in (self.executor, self.beside):
             if executor is not None:
                 executor.shutdown()
+
+
+def _daemonic() -> bool:
+    import multiprocessing
+
+    return bool(multiprocessing.current_process().daemon)
 
 
 def _executor(workers: int) -> Any:
