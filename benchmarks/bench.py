@@ -1,7 +1,7 @@
 """`make bench`: cudalint against libcst's parser and the peers, side by side, on a corpus no one here wrote.
 
 Every figure comes from a fresh subprocess (wall time; peak RSS of the largest process, from
-wait4). The corpus is copied to benchmarks/.corpus/ first, so the warm run after "touching one
+wait4). The corpus is copied to $TMPDIR/cudalint-bench-corpus/ first, so the warm run after "touching one
 file" does not write into an installed package. Targets (issue 16) are printed in the table at the end;
 none of this is a test.
 
@@ -28,7 +28,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-CORPUS_COPY = HERE / ".corpus"
+# outside this repository: inside it, every copy would belong to cudalint's own project (its
+# pyproject.toml and .gitignore), and the flake8 plugin would judge each file alone
+CORPUS_COPY = Path(tempfile.gettempdir()) / "cudalint-bench-corpus"
 # two venvs: flake8 runs every installed plugin, and TorchFix installs one (the issue's 11 s -> 76 s)
 REALWORLD = Path.home() / ".cache" / "cudalint-realworld"  # ../shared/realworld/fetch.sh puts the releases here
 PEER_VENVS = {"torchfix": HERE / ".venv-torchfix", "flake8": HERE / ".venv-flake8"}
@@ -263,7 +265,7 @@ def main() -> None:
     ap.add_argument("--no-scale", action="store_true", help="skip the generated projects (50,000-line module, 10,000-file tree, 2,000 modules in import cycles)")
     ap.add_argument("--profile", action="store_true", help="print a cProfile of a serial cold run of the first corpus")
     ap.add_argument("--serial", action="store_true", help="also time a serial run (-j 1)")
-    ap.add_argument("--keep-copies", action="store_true", help="keep benchmarks/.corpus/ afterwards")
+    ap.add_argument("--keep-copies", action="store_true", help="keep the copies (in $TMPDIR/cudalint-bench-corpus/) afterwards")
     opts = ap.parse_args()
     runs = max(1, opts.runs)
     given = opts.corpus or [REALWORLD / n for n in CORPORA if (REALWORLD / n).is_dir()] or [torch_dir()]

@@ -156,8 +156,18 @@ def findings_for(filename: str, text: str) -> list[Finding]:
         members = [here]
     else:
         graph = project.import_graph()
-        on_disk = graph.digests.get(here) == own
-        members = graph.component(here) if on_disk else [here]
+        known = graph.digests.get(here)
+        if known is None:
+            # a file the project's walk leaves out (gitignored, excluded) that flake8 was handed:
+            # judged alone, its bytes on disk still let the cache answer
+            from cudalint.inputs.source import read_bytes
+
+            data = read_bytes(here)
+            on_disk = isinstance(data, bytes) and digest(data) == own
+            members = [here]
+        else:
+            on_disk = known == own
+            members = graph.component(here) if on_disk else [here]
     if len(members) == 1:
         digests = ((here, own),)
     else:

@@ -229,3 +229,21 @@ def test_flake8_with_several_jobs_on_a_big_component(tmp_path: Path) -> None:
     assert [(Path(p).name, row, code) for p, row, col, code, text in first] == [("m7.py", 5, "CUD003"), ("m7.py", 6, "CUD001")]
     assert {p.name for p in (tmp_path / "cache").iterdir() if p.is_dir()} >= {"index", "v1"}
     assert flake8_findings(flake8(proj, "--jobs", "2", "--select", "CUD", "pkg", env=env)) == first
+
+
+def test_flake8_on_a_file_its_project_leaves_out_still_uses_the_cache(tmp_path: Path) -> None:
+    """A gitignored folder that flake8 is handed anyway (the bench once copied its corpora inside
+    this repository): the project's walk leaves the file out, so it is judged alone, but its bytes
+    are the file's own, so the run goes through the index and the whole-run cache like the CLI's,
+    and the next flake8 run summarizes nothing anew (before, every warm run re-summarized it)."""
+    proj = tmp_path / "proj"
+    (proj / ".git").mkdir(parents=True)
+    (proj / ".gitignore").write_text("scratch/\n", encoding="utf-8")
+    (proj / "scratch").mkdir()
+    (proj / "scratch" / "t.py").write_text(BAD, encoding="utf-8")
+    cache = tmp_path / "cache"
+    env = {"CUDALINT_CACHE_DIR": str(cache)}
+    first = flake8_findings(flake8(proj, "--select", "CUD", "scratch/t.py", env=env))
+    assert [(p, r, code) for p, r, c, code, _ in first] == [(os.path.join("scratch", "t.py"), 6, "CUD001")]
+    assert [p.suffix for p in (cache / "index").iterdir()] and all(p.stat().st_size for p in (cache / "index").iterdir())
+    assert flake8_findings(flake8(proj, "--select", "CUD", "scratch/t.py", env=env)) == first
