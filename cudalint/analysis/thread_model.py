@@ -33,6 +33,9 @@ class Context:
     parent: Optional[FnKey] = None  # the function whose run started it
     spawn_many: bool = False  # several at once within one run of `parent`
     own_instance: Optional[tuple[str, str]] = None  # (path, class): each run has its own instance
+    # several runs of this coroutine are in flight at once on the event loop (an async endpoint,
+    # `asyncio.gather(*(f(x) for x in xs))`): its direct work never overlaps, the threads it starts do
+    tasks: bool = False
 
 
 MAIN = Context(id="main", many=False, locks=frozenset(), steps=(), how="the main thread")

@@ -121,7 +121,9 @@ class ThreadAnalysis(_Resolve):
                 if mode is None:
                     continue
                 if fn.is_async and mode == "sync":
-                    out.append(((mod.path, qual), MAIN))
+                    # on the event loop: its own work never overlaps, what it hands to threads does
+                    step = Step(mod.path, fn.loc[0], f"{qual}() handles requests as coroutines on the event loop, several at once")
+                    out.append(((mod.path, qual), replace(MAIN, tasks=True, steps=(step,))))
                     continue
                 step = Step(mod.path, fn.loc[0], f"{qual}() handles requests on the server's thread pool, several at once")
                 out.append(((mod.path, qual), Context(id=f"endpoint:{mod.path}:{qual}", many=True, locks=frozenset(), steps=(step,), how="the web server's request threads")))
@@ -193,8 +195,10 @@ class ThreadAnalysis(_Resolve):
             work.append((key, ctx))
             return
         locks = old.locks & ctx.locks
-        if locks != old.locks or (ctx.many and not old.many):
-            new = replace(old, locks=locks, many=old.many or ctx.many)
+        if locks != old.locks or (ctx.many and not old.many) or (ctx.tasks and not old.tasks):
+            new = replace(old, locks=locks, many=old.many or ctx.many, tasks=old.tasks or ctx.tasks)
+            if ctx.tasks and not old.tasks:
+                new = replace(new, steps=ctx.steps)  # the witness shows how the tasks came to overlap
             known[ctx.id] = new
             work.append((key, new))
 
@@ -256,7 +260,8 @@ class ThreadAnalysis(_Resolve):
         apis = self.cat.calls_named(api) or self.cat.methods.get(api.lstrip("."), ())
         if not many and conc == "" and any(a.get("concurrency") for a in apis):
             many = "1" if self.default_many else ""
-        spawn_many = (bool(many) or site.in_loop) and serial is None
+        # a coroutine in flight several times at once starts its work several times at once
+        spawn_many = (bool(many) or site.in_loop or ctx.tasks) and serial is None
         locks = (ctx.locks | self.effective_locks(site.held, mod, qual)) if waits else frozenset()
         target = self.function(symbol, mod) if symbol else None
         short = api.rsplit(".", 1)[-1] if not api.startswith(".") else api[1:]
@@ -268,10 +273,17 @@ class ThreadAnalysis(_Resolve):
             name = ref.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
             what = f"iterating {name}'s stream" if method == "iter" else (f"{name}()" if method == "__call__" else f"{name}.{method}()")
             tmod, tfn = None, None
-        where = "several worker threads at once" if spawn_many else ("the pool's one worker thread" if serial is not None else "another thread")
+        task = any(a.get("starts_task") for a in apis)
+        if task:
+            where = "the event loop as several tasks at once" if spawn_many else "the event loop as a task"
+        else:
+            where = "several worker threads at once" if spawn_many else ("the pool's one worker thread" if serial is not None else "another thread")
         step = Step(mod.path, ev.loc[0], f"{short}(...) runs {what} on {where}" + (" (in a loop)" if site.in_loop and not many else ""))
+        if task and (tfn is None or not tfn.is_async):
+            return  # a task runs a coroutine: nothing else given to it runs anywhere else
         if tfn is not None and tfn.is_async:
-            new = replace(ctx, locks=ctx.locks, steps=ctx.steps + (step,))  # coroutines run on the event loop
+            # coroutines run on the event loop; several tasks of it at once when started so
+            new = replace(ctx, locks=ctx.locks, steps=ctx.steps + (step,), tasks=ctx.tasks or spawn_many)
             self._add((tmod.path, tfn.qualname), new, work)
             return
         own = None

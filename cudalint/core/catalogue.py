@@ -24,6 +24,7 @@ EFFECT_FIELDS = {
     "forks": bool,
     "starts_process": str,
     "starts_thread": bool,
+    "starts_task": bool,
     "lock": bool,
     "llama_context": bool,
     "touches_context": bool,

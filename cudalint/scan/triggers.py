@@ -34,7 +34,7 @@ _NO_KIND = frozenset({"returns", "exits", "ordinal_map", "index_container", "out
 # CUD101/CUD102 look at threads only around a llama.cpp context: without one in the project, thread
 # starts, locks and web endpoints produce nothing
 _LLAMA = frozenset({"llama_context", "touches_context", "streams", "gpu_offload", "concurrent_use", "concurrent_limit", "concurrent_inputs"})
-_THREAD = frozenset({"workers", "executor", "starts_thread", "thread_target", "thread_many", "thread_waits", "lock", "lock_count", "endpoint", "concurrency", "singleton"})
+_THREAD = frozenset({"workers", "executor", "starts_thread", "starts_task", "thread_target", "thread_many", "thread_waits", "lock", "lock_count", "endpoint", "concurrency", "singleton"})
 # the write forms of the environment mapping the summarizer knows (cudalint.summary.summarize: assign_target,
 # env_call, `|=`, del, aliases); `from os import environ as e` makes every `e[...] = ` one
 _ENV_WRITE = re.compile(

@@ -313,19 +313,19 @@ class ThreadEvents:
             if conc:
                 out.append(self.event("concurrency", call, (api.name, conc_val)))
             return
-        expr = arg_expr(call, slots)
-        if expr is None:
-            return
-        target, recv, obj = self.thread_target(expr, scope, out)
-        if not target and not obj:
-            return
-        many = "1" if api.get("thread_many") or conc_val == "many" else ""
+        exprs, several = _work_exprs(call, slots)
         serial = self._serial_receiver(call, scope, api)
-        if serial:
-            many, conc_val = "", f"serial:{serial}"  # one worker: the work runs one at a time
-        waits = "1" if api.get("thread_waits") else ""
-        args = tuple(self.ref(a, scope) or container_refs.repeated(self, a, scope) or "" for a in self._thread_args(call, expr))
-        out.append(self.event("thread_start", call, (api.name, target, recv, obj, many, waits, args, conc_val)))
+        for expr in exprs:
+            target, recv, obj = self.thread_target(expr, scope, out)
+            if not target and not obj:
+                continue
+            many = "1" if api.get("thread_many") or conc_val == "many" or several else ""
+            conc = conc_val
+            if serial:
+                many, conc = "", f"serial:{serial}"  # one worker: the work runs one at a time
+            waits = "1" if api.get("thread_waits") else ""
+            args = tuple(self.ref(a, scope) or container_refs.repeated(self, a, scope) or "" for a in self._thread_args(call, expr))
+            out.append(self.event("thread_start", call, (api.name, target, recv, obj, many, waits, args, conc)))
 
     def _thread_args(self, call: ast.Call, target: ast.expr) -> list:
         for k in call.keywords:
@@ -448,6 +448,24 @@ def _defaults(args: ast.arguments) -> list[tuple[ast.arg, ast.expr]]:
 def _name_of(param: ast.arg) -> Located:
     """Where a parameter's name is written (`ast.arg` spans its annotation too)."""
     return Span(param.lineno, param.col_offset, param.lineno, param.col_offset + len(param.arg.encode("utf-8")))
+
+
+def _work_exprs(call: ast.Call, slots: str) -> tuple[list, bool]:
+    """The arguments holding the work, and whether one call hands over several pieces at once.
+    `"*"` (`asyncio.gather(a(), b())`, `gather(*(f(x) for x in xs))`): every positional argument,
+    a starred one or a comprehension standing for many."""
+    if slots != "*":
+        expr = arg_expr(call, slots)
+        return ([expr] if expr is not None else []), False
+    out = []
+    several = len(call.args) > 1
+    for expr in call.args:
+        if type(expr) is ast.Starred:
+            expr, several = expr.value, True  # type: ignore[attr-defined]
+        if type(expr) in (ast.GeneratorExp, ast.ListComp, ast.SetComp):
+            expr, several = expr.elt, True  # type: ignore[attr-defined]
+        out.append(expr)
+    return out, several
 
 
 def _offload(api: Api, call: ast.Call) -> str:
