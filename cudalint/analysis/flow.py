@@ -133,9 +133,9 @@ class Analyzer:
                 self.function_summary(mod, qualname)
         return list(self.findings.values())
 
-    def walk_root(self, mod: ModuleIR, block: Block, include_main: bool) -> Summary:
+    def walk_root(self, mod: ModuleIR, block: Block, include_main: bool, start: Optional[dict] = None) -> Summary:
         w = _Walk(mod=mod, include_main=include_main)
-        end = self.block(block, {}, w)
+        end = self.block(block, start or {}, w)
         return Summary(out=join([end] + w.returns), exposed=tuple(w.exposed))
 
     def module_summary(self, mod: ModuleIR) -> Summary:

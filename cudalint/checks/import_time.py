@@ -47,17 +47,41 @@ def _chooses_gpus_first(mod: ModuleIR, line: int) -> bool:
     return any(ev.kind == "env_write" and ev.data[:1] == ("CUDA_VISIBLE_DEVICES",) and ev.loc[0] < line for ev in iter_events(mod.top))
 
 
+def _package_env(own: _OwnTopLevel, mod: ModuleIR, seen: dict) -> dict:
+    """The environment the packages above `mod` set before its top level runs: importing
+    `deepspeed.ops.op_builder.all_ops` runs deepspeed/__init__.py first, which opts into the NVML-based
+    availability check (deepspeed 0.19.8 L14), so the submodule's `torch.cuda.is_available()` initializes
+    nothing. Only environment facts carry over; an initialization there is that package's finding."""
+    parts = mod.module.split(".") if mod.module else []
+    state: dict = {}
+    base = os.path.dirname(os.path.normpath(mod.path))
+    if os.path.basename(mod.path) == "__init__.py":
+        base = os.path.dirname(base)  # a package's own __init__.py: its parents start one folder up
+    for _ in range(len(parts) - 1):
+        init = os.path.join(base, "__init__.py")
+        base = os.path.dirname(base)
+        pkg = own.project.by_path.get(init)
+        if pkg is None:
+            continue
+        if pkg.path not in seen:
+            out = own.walk_root(pkg, pkg.top, include_main=False).out or {}
+            seen[pkg.path] = {k: v for k, v in out.items() if k.startswith("env_")}
+        state = {**seen[pkg.path], **state}  # the nearer package runs later: its value wins
+    return state
+
+
 def check(analyzer: Analyzer) -> list[Finding]:
     importers = analyzer.project.importers()
     if not importers:
         return []
-    own = _OwnTopLevel(analyzer.project, {}, analyzer.init_keys)
+    own = _OwnTopLevel(analyzer.project, {}, analyzer.init_keys, derive=analyzer.derive, imports=analyzer.imports)
     findings = []
+    parents: dict = {}
     for mod in sorted(analyzer.project.modules, key=lambda m: m.path):
         users = [(m, line) for m, line in importers.get(os.path.normpath(mod.path), ()) if m is not mod]
         if not users:
             continue
-        out = own.walk_root(mod, mod.top, include_main=False).out
+        out = own.walk_root(mod, mod.top, include_main=False, start=_package_env(own, mod, parents)).out
         fact = (out or {}).get("init:driver")
         if fact is None:
             continue

@@ -153,6 +153,10 @@ class ModuleIR:
     # a catalogued llama.cpp constructor is called here ("llama_new", or a "new:" origin): without
     # one anywhere in the project, no object of the thread model (cudalint.analysis.threads) can exist
     makes_llama: bool = False
+    # names the module's top level binds by import, to the absolute dotted name they stand for
+    # (`from .real import init` in pkg/__init__.py: ("init", "pkg.real.init")): `from pkg import init`
+    # elsewhere reaches pkg.real's function through them (cudalint.core.project.Project.function)
+    reexports: tuple[tuple[str, str], ...] = ()
 
 
 def iter_events(block: Block) -> Iterator[Event]:

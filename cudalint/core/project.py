@@ -75,16 +75,33 @@ class Project:
             return self._resolved[key]
         base = os.path.dirname(_norm(importer.path))
         rel = name.replace(".", "/")
-        found = None
-        for cand in (f"{base}/{rel}.py" if base else f"{rel}.py", f"{base}/{rel}/__init__.py" if base else f"{rel}/__init__.py"):
-            found = self.by_path.get(cand)
-            if found is not None:
-                break
+        found = self._at(base, rel)
         if found is None:
             mods = self.by_name.get(name)
             found = mods[0] if mods else None
+        if found is None:
+            found = self._from_ancestor(base, rel)
         self._resolved[key] = found
         return found
+
+    def _from_ancestor(self, base: str, rel: str) -> Optional[ModuleIR]:
+        """A folder without `__init__.py` above the importer (a namespace package, PEP 420:
+        `from core.llm import get_llm` in routers/chat.py, run from the project root that holds
+        core/ and routers/): the nearest ancestor folder that has it."""
+        while base:
+            parent = os.path.dirname(base)
+            if parent == base:
+                return None  # the root ("/"): nothing above it
+            base = parent
+            found = self._at(base, rel)
+            if found is not None:
+                return found
+        return None
+
+    def _at(self, base: str, rel: str) -> Optional[ModuleIR]:
+        """The module `rel` (a/b) in the folder `base`: a/b.py, else the package a/b/."""
+        prefix = f"{base}/{rel}" if base else rel
+        return self.by_path.get(f"{prefix}.py") or self.by_path.get(f"{prefix}/__init__.py")
 
     def resolve_symbol(self, symbol: str, importer: ModuleIR) -> Optional[tuple[ModuleIR, str]]:
         """A call symbol to (module, qualname) of a project function or class."""
@@ -103,6 +120,10 @@ class Project:
             return mod, mod.functions[qualname]
         if qualname in mod.classes:
             return self.function(mod, f"{qualname}.__init__", seen)
+        if mod.reexports:
+            found = self._reexported(mod, qualname, seen)
+            if found is not None:
+                return found
         cls, _, method = qualname.rpartition(".")
         if cls and cls in mod.classes and method:
             seen = seen or set()
@@ -117,6 +138,22 @@ class Project:
                 if found is not None:
                     return found
         return None
+
+    def _reexported(self, mod: ModuleIR, qualname: str, seen: Optional[set]) -> Optional[tuple[ModuleIR, Function]]:
+        """`qualname` bound in `mod` by an import (`from .real import init` in a package's
+        `__init__.py`, a shim module's `from real import init as start`): where it really is."""
+        head, dot, rest = qualname.partition(".")
+        target = dict(mod.reexports).get(head)
+        if target is None:
+            return None
+        seen = seen if seen is not None else set()
+        if (mod.path, qualname) in seen:
+            return None  # re-exports in a cycle name nothing
+        seen.add((mod.path, qualname))
+        found = self.resolve_symbol(target + dot + rest, mod)
+        if found is None or found[0] is mod:
+            return None
+        return self.function(found[0], found[1], seen)
 
     def importers(self) -> dict[str, list[tuple[ModuleIR, int]]]:
         """Which modules import each module (by path), with the importing line; for CUD003."""

@@ -176,6 +176,8 @@ class _Statements:
             name = alias.name
             if alias.asname is not None:
                 self.imports[alias.asname] = name
+                if not scope.qualname:
+                    self.reexports[alias.asname] = name
             else:
                 root = name.split(".")[0]
                 self.imports.setdefault(root, root)
@@ -194,6 +196,8 @@ class _Statements:
             name = alias.name
             qualified = f"{base}.{name}" if base else name
             self.imports[alias.asname or name] = qualified
+            if not scope.qualname:
+                self.reexports[alias.asname or name] = qualified
             targets.append(qualified)
         self.import_effects(stmt, [base], out, submodules=targets, relative=bool(stmt.level))
 

@@ -35,6 +35,7 @@ class _Summarizer(_Statements, _CallEvents, ThreadEvents):
         self.package = modname if is_package else modname.rpartition(".")[0]
         self.cat = catalogue
         self.imports: dict[str, str] = {}
+        self.reexports: dict[str, str] = {}  # the top level's import bindings (ModuleIR.reexports)
         self.star_imports: list[str] = []
         self.functions: dict[str, Function] = {}
         self.classes: dict[str, ClassInfo] = {}
@@ -307,4 +308,5 @@ def summarize(tree: ast.Module, source: str, path: str, modname: str, catalogue:
         classes=dict(s.classes),
         noqa=noqa_lines(source),
         makes_llama=s.makes_llama,
+        reexports=tuple(sorted(s.reexports.items())),
     )
