@@ -87,12 +87,16 @@ class Project:
     def _from_ancestor(self, base: str, rel: str) -> Optional[ModuleIR]:
         """A folder without `__init__.py` above the importer (a namespace package, PEP 420:
         `from core.llm import get_llm` in routers/chat.py, run from the project root that holds
-        core/ and routers/): the nearest ancestor folder that has it."""
+        core/ and routers/): the nearest ancestor folder that has it. Only a folder that is no
+        package itself can be on sys.path: inside a package, `import bitsandbytes` never means the
+        sibling subpackage diffusers/quantizers/bitsandbytes/ (no implicit relative imports)."""
         while base:
             parent = os.path.dirname(base)
             if parent == base:
                 return None  # the root ("/"): nothing above it
             base = parent
+            if (f"{base}/__init__.py" if base else "__init__.py") in self.by_path:
+                continue
             found = self._at(base, rel)
             if found is not None:
                 return found
