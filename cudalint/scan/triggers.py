@@ -282,6 +282,10 @@ class _Triggers:
             kinds.discard("env")
             if _ENV_WRITE.search(data):
                 kinds.add("*")
+        if "nvml_source" in kinds and "cuda_source" in kinds and only in (None, "nvml_sink"):
+            # a per-GPU list in NVML order taken at a CUDA ordinal (`rows[torch.cuda.current_device()]`,
+            # cudalint.summary.label_effects.subscript_sink): a subscript, which no catalogue entry names
+            kinds.add("nvml_sink")
         if only in (None, "*") and b"CUDA_VISIBLE_DEVICES" in data:
             # CUD010: a child's environment gets it (`dict(os.environ, CUDA_VISIBLE_DEVICES=...)`), or
             # code reads this process's own (a fact its callers' paths need: cudalint.summary.child_env)

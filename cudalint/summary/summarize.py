@@ -11,7 +11,7 @@ import re
 import sys
 from typing import Optional, Sequence
 
-from cudalint.summary import child_env, labels
+from cudalint.summary import child_env, label_effects, labels
 from cudalint.core.callargs import first_arg, positional
 from cudalint.core.catalogue import Api, Catalogue
 from cudalint.core.ir import Branch, ClassInfo, Event, Function, Loop, ModuleIR, Node
@@ -240,6 +240,7 @@ class _Summarizer(_Statements, _CallEvents, ThreadEvents):
             return
         elif kind is ast.Subscript:
             child_env.on_subscript(self, expr, scope, out)  # type: ignore[arg-type]
+            label_effects.subscript_sink(self, expr, scope, out)  # type: ignore[arg-type]
         elif kind is ast.Compare:
             child_env.on_compare(self, expr, scope, out)  # type: ignore[arg-type]
         elif kind is ast.Dict:
