@@ -136,8 +136,14 @@ def checks(enabled: Callable[[str], bool]) -> list[tuple[str, Callable]]:
         if mod is None:
             return None
         ev = exposed.event
-        sink, api, labels, arg = ev.data
-        api = f"{api}()" if "." in api else f".{api}()"
+        sink, api, labels, arg = ev.data[:4]
+        listed: tuple[Step, ...] = ()
+        if api == "[]":
+            # a subscript (cudalint.summary.label_effects.subscript_sink): the list is in NVML order
+            api = f"`{ev.data[4]}`, a per-GPU list in NVML/nvidia-smi order"
+            listed = next((steps for kind, steps in resolve(index, mod, ev.data[5]) if kind == "nvml"), ())
+        else:
+            api = f"{api}()" if "." in api else f".{api}()"
         wrong = "nvml" if sink == "cuda" else "cuda"
         for kind, steps in resolve(index, mod, labels):
             if kind != wrong:
@@ -157,8 +163,15 @@ def checks(enabled: Callable[[str], bool]) -> list[tuple[str, Callable]]:
                     "NVML ignores CUDA_VISIBLE_DEVICES and numbers GPUs physically. Look the device up by UUID or PCI "
                     "bus id (nvmlDeviceGetHandleByUUID / nvmlDeviceGetHandleByPciBusId)"
                 )
-                note = f"used as an NVML index by {api}"
-            return finding(exposed, steps, note, message, "error")
+                if listed:
+                    message = (
+                        f"`{arg}` is a CUDA ordinal (from {origin}) used to pick a row of {api} (line {listed[0].line}), "
+                        "which lists every GPU of the machine in PCI order and ignores CUDA_VISIBLE_DEVICES. Map the "
+                        "ordinal through CUDA_VISIBLE_DEVICES or ask about the device itself (torch.cuda.get_device_capability, "
+                        "its UUID)"
+                    )
+                note = f"used as an NVML index by {api}" if not listed else f"picks a row of {api} by it"
+            return finding(exposed, listed + steps, note, message, "error")
         return None
 
     def check_env(analyzer: Analyzer, exposed: Exposed, _lookup, _prefix) -> Optional[Finding]:

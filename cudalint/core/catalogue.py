@@ -63,6 +63,8 @@ EFFECT_FIELDS = {
     "spawn_seen_init": list,
     "spawn_when_env": dict,
     "env_arg": str,
+    "command_arg": str,
+    "shell_when": str,
     "starts_on": str,
     "start_method_arg": str,
     # environment-dependent effects (rules/catalogue/README.md): what a call or an import writes,

@@ -44,7 +44,9 @@ class Event:
     - "lock_enter" / "lock_exit": (ref,): `with x:` / `x.acquire()` and the matching exit
     - "concurrency": (api, value): a framework-wide concurrency setting (gradio's queue)
     - "gpu_index": (sink, api_name, labels, arg_text): a device index passed where a CUDA ordinal
-      (sink "cuda") or an NVML index (sink "nvml") is expected; labels say where the value came from
+      (sink "cuda") or an NVML index (sink "nvml") is expected; labels say where the value came from.
+      A subscript of a per-GPU list in NVML order by a CUDA ordinal has api_name "[]" and two more
+      items: the list's text and its labels (cudalint.summary.label_effects.subscript_sink)
     - "process": (api_name, method, works, how): a child process starts here (cudalint.summary.labels)
     - "child_work": (pool_line, symbols): work handed to the pool/executor created at pool_line
     - "start_method": (method,): multiprocessing.set_start_method(method)

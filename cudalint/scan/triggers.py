@@ -28,9 +28,9 @@ _LABEL_KINDS = {
 }
 # (`unless_env`/`when_env` qualify an entry's `init`, which brings its own kind; `gpu_presence` marks
 # the APIs CUD008 names, found through the monkeypatch kind: as "*" they made 25 of timm's files judged)
-# (`child_args`/`env_arg` say what a child's work / environment is given, `child_uses_cuda` and the
+# (`child_args`/`env_arg`/`command_arg`/`shell_when` say what a child's work / environment / command line is given, `child_uses_cuda` and the
 # `spawn_seen_init`/`spawn_when_env` lists qualify a library's own fork; they ride on entries whose `child_work`/`starts_process` bring their kind)
-_NO_KIND = frozenset({"returns", "exits", "ordinal_map", "index_container", "output_file", "unless_env", "when_env", "gpu_presence", "child_args", "env_arg", "child_uses_cuda", "spawn_seen_init", "spawn_when_env"})
+_NO_KIND = frozenset({"returns", "exits", "ordinal_map", "index_container", "output_file", "unless_env", "when_env", "gpu_presence", "child_args", "env_arg", "command_arg", "shell_when", "child_uses_cuda", "spawn_seen_init", "spawn_when_env"})
 # CUD101/CUD102 look at threads only around a llama.cpp context: without one in the project, thread
 # starts, locks and web endpoints produce nothing
 _LLAMA = frozenset({"llama_context", "touches_context", "streams", "gpu_offload", "concurrent_use", "concurrent_limit", "concurrent_inputs"})
@@ -282,6 +282,10 @@ class _Triggers:
             kinds.discard("env")
             if _ENV_WRITE.search(data):
                 kinds.add("*")
+        if "nvml_source" in kinds and "cuda_source" in kinds and only in (None, "nvml_sink"):
+            # a per-GPU list in NVML order taken at a CUDA ordinal (`rows[torch.cuda.current_device()]`,
+            # cudalint.summary.label_effects.subscript_sink): a subscript, which no catalogue entry names
+            kinds.add("nvml_sink")
         if only in (None, "*") and b"CUDA_VISIBLE_DEVICES" in data:
             # CUD010: a child's environment gets it (`dict(os.environ, CUDA_VISIBLE_DEVICES=...)`), or
             # code reads this process's own (a fact its callers' paths need: cudalint.summary.child_env)

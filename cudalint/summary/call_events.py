@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Optional, Sequence
 
-from cudalint.summary import child_env, cuda_attrs, labels
+from cudalint.summary import child_env, cuda_attrs, labels, shell_env
 from cudalint.summary import label_effects
 from cudalint.summary import static_guards
 from cudalint.core.callargs import arg_expr, args_of
@@ -42,6 +42,7 @@ class _CallEvents:
                 self.monkeypatch_event(f"{owner}.{attr}", call, out)
         label_effects.method_call(self, call, q, scope, out)
         child_env.on_call(self, call, q, scope, out)
+        shell_env.on_call(self, call, q, scope, out)
         if scope.qualname and not cuda_attrs.use(self, call, scope, out) and self._cuda_names(scope):
             self.cuda_object_use(call, scope, out)
         self.call_effects(call, q, scope, out)

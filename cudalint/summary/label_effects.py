@@ -74,3 +74,18 @@ def method_call(s: "_Summarizer", call: ast.Call, q: Optional[str], scope: "_Sco
             out.append(s.event("child_work", call, (lb.origin, works)))
     if q and q.startswith(":") and method:
         _subclass_start(s, call, q, method, out)
+
+
+def subscript_sink(s: "_Summarizer", node: ast.Subscript, scope: "_Scope", out: list) -> None:
+    """`rows[torch.cuda.current_device()]`, `gpus[local_rank]`: a per-GPU list in NVML / nvidia-smi order
+    (its rows, GPUtil's GPUs) taken at a CUDA ordinal, which counts only the visible GPUs in CUDA's
+    order (huggingface/accelerate utils/environment.py check_cuda_fp8_capability reads nvidia-smi's
+    compute capabilities). A "gpu_index" event of an NVML sink, judged by CUD004 like
+    `nvmlDeviceGetHandleByIndex(i)`. Both labels must be the expressions' own (not a project
+    function's result or a parameter's callers): a constant subscript (`rows[0]`) is no ordinal."""
+    if type(node.ctx) is not ast.Load or type(node.slice) in (ast.Slice, ast.Constant, ast.Tuple):
+        return
+    index = [lb for lb in labels_of(s, node.slice, scope) if lb.kind == "cuda"]
+    rows = [lb for lb in labels_of(s, node.value, scope) if lb.kind == "nvml"] if index else []
+    if rows:
+        out.append(s.event("gpu_index", node, ("nvml", "[]", keep(s, index), s.text(node.slice), s.text(node.value), keep(s, rows))))

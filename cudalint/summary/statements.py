@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from typing import Iterable, Optional, Union
 
-from cudalint.summary import child_env, container_refs, import_state, labels
+from cudalint.summary import child_env, container_refs, import_state, labels, shell_env
 from cudalint.summary import static_guards
 from cudalint.core.ir import Block, Branch, ClassInfo, Function, Loop, MainGuard, Node, Try
 from cudalint.core.positions import span
@@ -148,6 +148,8 @@ class _Statements:
         else:
             if type(stmt.op) is ast.BitOr:
                 child_env.on_union_update(self, stmt.target, stmt.value, scope, out)
+            elif type(stmt.op) is ast.Add:
+                shell_env.on_add(self, stmt.target, stmt.value, scope)
             self.assign_target(stmt.target, None, stmt, scope, out, bind=False)
 
     def delete(self, stmt: ast.Delete, scope: _Scope, out: list[Node]) -> None:
@@ -276,6 +278,7 @@ class _Statements:
         name = target.id  # type: ignore[attr-defined]
         scope.bound.add(name)
         child_env.on_bind(self, name, value, scope)
+        shell_env.on_bind(self, name, value, scope)
         import_state.on_bind(self, name, value, scope)
         read = self.env_reads(value, scope) if value is not None else ()
         if read:

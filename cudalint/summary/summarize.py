@@ -11,7 +11,7 @@ import re
 import sys
 from typing import Optional, Sequence
 
-from cudalint.summary import child_env, labels
+from cudalint.summary import child_env, label_effects, labels
 from cudalint.core.callargs import first_arg, positional
 from cudalint.core.catalogue import Api, Catalogue
 from cudalint.core.ir import Branch, ClassInfo, Event, Function, Loop, ModuleIR, Node
@@ -168,6 +168,20 @@ class _Summarizer(_Statements, _CallEvents, ThreadEvents):
             words = [literal(el, scope.all_consts()) for el in expr.elts if type(el) is not ast.Starred]  # type: ignore[attr-defined]
             if words and all(isinstance(w, str) for w in words):
                 return " ".join(words)  # type: ignore[arg-type]
+        if type(expr) is ast.Call:
+            # a command line kept as one string and split where it is run (SnakeOnex/ml_projects utils.py:
+            # `command = "nvidia-smi --query-gpu=..."; check_output(command.split())`, also `cmd.split(" ")`,
+            # `shlex.split(cmd)`): the words are the string's
+            func = expr.func  # type: ignore[attr-defined]
+            if type(func) is not ast.Attribute or func.attr != "split" or len(expr.args) > 1 or expr.keywords:  # type: ignore[attr-defined]
+                return None
+            if self.qualify(func, scope) == "shlex.split":
+                text = literal(expr.args[0], scope.all_consts()) if expr.args else None  # type: ignore[attr-defined]
+                return text if isinstance(text, str) else None
+            sep = literal(expr.args[0]) if expr.args else None  # type: ignore[attr-defined]
+            text = literal(func.value, scope.all_consts())
+            if isinstance(text, str) and (sep is None or (isinstance(sep, str) and sep.isspace())):
+                return text
         return None
 
     def applies(self, api: Api, call: ast.Call, scope: _Scope) -> bool:
@@ -227,6 +241,7 @@ class _Summarizer(_Statements, _CallEvents, ThreadEvents):
             return
         elif kind is ast.Subscript:
             child_env.on_subscript(self, expr, scope, out)  # type: ignore[arg-type]
+            label_effects.subscript_sink(self, expr, scope, out)  # type: ignore[arg-type]
         elif kind is ast.Compare:
             child_env.on_compare(self, expr, scope, out)  # type: ignore[arg-type]
         elif kind is ast.Dict:

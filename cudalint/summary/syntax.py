@@ -94,6 +94,7 @@ class _Scope:
     env_copies: set[str] = field(default_factory=set)  # names bound to a copy of the environment (cudalint.summary.child_env)
     env_dicts: dict = field(default_factory=dict)  # names bound to a new mapping that sets CUDA_VISIBLE_DEVICES (cudalint.summary.child_env)
     argv: dict[str, str] = field(default_factory=dict)  # names bound to a command line (a list of strings), its words joined
+    commands: dict = field(default_factory=dict)  # names bound to a command text that sets CUDA_VISIBLE_DEVICES (cudalint.summary.shell_env)
     serial_pools: set[str] = field(default_factory=set)  # names bound to a one-worker thread pool (cudalint.summary.thread_events)
     cuda_objs: dict[str, tuple] = field(default_factory=dict)  # names bound to what a CUDA-initializing call built: (line, text, library)
     import_false: set[str] = field(default_factory=set)  # names bound to a test that is false at import (summary/import_state)
