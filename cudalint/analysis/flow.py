@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Optional, Union
 from cudalint.core.findings import Finding, Step
 from cudalint.core.ir import Block, Branch, Event, Loop, MainGuard, ModuleIR, Try
 from cudalint.core.project import Project
+from cudalint.summary.driven import DRIVES
 from cudalint.analysis.facts import Fact, IMPORTED, add_imported, gen, holds, imported, join, seen, seen_from
 
 if TYPE_CHECKING:
@@ -289,7 +290,9 @@ class Analyzer:
             target = self.project.resolve_symbol(ev.data[0], w.mod)
             if target is not None:
                 found = self.project.function(*target)
-                if found is not None:
+                # calling a generator function builds the generator and runs none of its body: it
+                # runs where the call's result is iterated or entered (cudalint.summary.driven)
+                if found is not None and (not found[1].is_generator or (len(ev.data) > 1 and ev.data[1] == DRIVES)):
                     mod, fn = found
                     summary = self.function_summary(mod, fn.qualname)
                     state = self.apply(summary, ev, state, w, f"{ev.text} calls {fn.qualname}()")
