@@ -94,14 +94,15 @@ def scans_keys(idx: Path) -> list[str]:
 
 
 def test_scans_are_kept_apart_from_the_index_and_old_ones_are_dropped(tmp_path: Path) -> None:
-    """A warm run reads only the small index (path -> mtime, size, key, scan digest, summary name); the scans, keyed by
+    """A warm run reads only the small index (path -> mtime, size, key, scan digest, summary name, module
+    name); the scans, keyed by
     content, are read only when the run's findings cannot be reused, and an edited file's old scan
     leaves the file."""
     src = tmp_path / "proj"
     shutil.copytree(FIXTURES / "CUD001" / "cross_module", src)
     lint_paths([str(src)], cache=Cache.open(tmp_path / "cache", load_catalogue()))
     index, scans = _index_files(tmp_path / "cache")
-    assert index and all(len(v) == 5 and v[4] == v[2] for v in index.values())  # a summary is named by its own key at first
+    assert index and all(len(v) == 6 and v[4] == v[2] for v in index.values())  # a summary is named by its own key at first
     assert sorted(scans) == sorted(v[2] for v in index.values())
     warm = Cache.open(tmp_path / "cache", load_catalogue())
     lint_paths([str(src)], cache=warm)
@@ -158,3 +159,47 @@ def test_a_big_file_is_scanned_beside_its_summary(monkeypatch) -> None:
     monkeypatch.setattr(runner, "BIG_FILE_BYTES", 0)
     beside = lint_paths(["fixtures/CUD001", "fixtures/CUD005"], jobs=2)
     assert plain.findings and _findings(plain) == _findings(beside)
+
+
+def test_a_package_init_that_goes_away_changes_what_the_cache_gives(tmp_path: Path, monkeypatch) -> None:
+    """A module's name comes from the `__init__.py` files above it (cudalint.core.project.module_name),
+    not from its bytes: deleting one leaves every other file's stamp as it was, and the index must
+    not hand back the key (and so the summary, the findings) of the module the file was before. The
+    shape: /work/judge/miss/cache_stale_1 (a FastAPI app whose `core/` lost its `__init__.py`), and
+    the same with the `__init__.py` above the linted folder, which is not among the inputs at all."""
+    llm = (
+        "from llama_cpp import Llama\n\n\ndef load_model():\n    global llm\n    llm = Llama(model_path='m.gguf')\n\n\n"
+        "def run_completion(prompt):\n    return llm(prompt=prompt)\n"
+    )
+    chat = (
+        "from fastapi import APIRouter\nfrom core.llm import run_completion\nrouter = APIRouter()\n\n\n"
+        "@router.post('/chat')\ndef chat(message: str):\n    return run_completion(message)\n"
+    )
+    main = (
+        "from fastapi import FastAPI\nfrom core.llm import load_model\nfrom routers.chat import router\n"
+        "app = FastAPI()\napp.include_router(router)\n\n\n@app.on_event('startup')\ndef startup():\n    load_model()\n"
+    )
+    for linted in ("app", "app/src"):
+        root = tmp_path / linted.replace("/", "_") / "app"
+        src = root / "src" if linted == "app/src" else root
+        (src / "core").mkdir(parents=True)
+        (src / "routers").mkdir()
+        (src / "core" / "llm.py").write_text(llm)
+        (src / "routers" / "chat.py").write_text(chat)
+        (src / "main.py").write_text(main)
+        (src / "core" / "__init__.py").touch()
+        # `app/src`: its parts are linted, and `src/__init__.py` is not among them
+        init = src / "core" / "__init__.py" if linted == "app" else src / "__init__.py"
+        init.touch()
+        targets = ["app"] if linted == "app" else ["app/src/core", "app/src/routers", "app/src/main.py"]
+        monkeypatch.chdir(root.parent)
+        cache_dir = root.parent / "cache"
+        with_init = lint_paths(targets, cache=Cache.open(cache_dir, load_catalogue()))
+        init.unlink()
+        plain = lint_paths(targets)
+        again = lint_paths(targets, cache=Cache.open(cache_dir, load_catalogue()))
+        assert _findings(again) == _findings(plain), linted
+        init.touch()
+        back = lint_paths(targets, cache=Cache.open(cache_dir, load_catalogue()))
+        assert _findings(back) == _findings(with_init) == _findings(lint_paths(targets)), linted
+        assert _findings(with_init) != _findings(plain), linted  # the name decides a finding

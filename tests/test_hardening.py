@@ -82,7 +82,8 @@ CASES: list[tuple[str, Callable[[Path], None], list[str]]] = [
     ("nested_calls_1000", _write("deep.py", _deep("f(" * 1000 + ")" * 1000)), [f"deep.py:4:406: {SYNTAX} too many nested parentheses"]),
     ("broken_symlink", _symlink("gone.py", "does-not-exist.py"), ["gone.py:1:1: CUD900 cannot read: no such file (a broken symlink?)"]),
     ("symlink_loop_file", _loop, ["a.py:1:1: CUD900 cannot read: Too many levels of symbolic links", "b.py:1:1: CUD900 cannot read: Too many levels of symbolic links"]),
-    ("symlink_loop_directory", _dir_loop, ["pkg/up:1:1: CUD900 skipped: symlink loop"]),
+    # a link to a folder above: every file it reaches is linted through its real path (lmql's `docs/latest -> .`)
+    ("symlink_loop_directory", _dir_loop, []),
     ("fifo", _fifo, ["fifo.py:1:1: CUD900 skipped: not a regular file (a FIFO, socket or device)"]),
     # malformed notebooks (cudalint.inputs.notebook reads them; these pin what the user sees)
     ("notebook_truncated_json", _write("nb.ipynb", b'{"cells": ['), ["nb.ipynb:1:12: CUD900 not a notebook: invalid JSON: Expecting value"]),
@@ -248,3 +249,20 @@ def test_unreadable_file_or_directory(shared_dir: Path, what: str) -> None:
     assert result["exit"] == 1
     lines = [line for line in result["stdout"].splitlines() if not line.startswith((" ", "Found"))]
     assert sorted(lines) == sorted([expected, CANARY_LINE])
+
+
+def test_a_link_to_a_folder_above_lists_each_file_once_and_is_no_finding(tmp_path: Path) -> None:
+    """lmql-lang/lmql's `docs/latest -> .`: every file the link reaches is listed through its real
+    path, once; the walk ends (no hang) and nothing goes unchecked, so nothing is reported."""
+    from cudalint.inputs.discover import discover
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "main.py").write_text("x = 1\n")
+    (tmp_path / "docs" / "conf.py").write_text("x = 2\n")
+    os.symlink(".", tmp_path / "docs" / "latest")
+    os.symlink("..", tmp_path / "docs" / "up")
+    found = discover([str(tmp_path)])
+    assert found.problems == ()
+    assert sorted(os.path.relpath(f, tmp_path) for f in found.files) == ["docs/conf.py", "main.py"]
+    through = discover([str(tmp_path / "docs" / "latest")])  # given through the link itself (`up` reaches the root)
+    assert through.problems == () and sorted(os.path.basename(f) for f in through.files) == ["conf.py", "main.py"]

@@ -103,3 +103,21 @@ def test_shell_and_magic_lines_continued_with_backslash_are_not_python(tmp_path)
     nb.write_text(_json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
     result = lint_paths([str(nb)])
     assert [(f.code, f.cell, f.line) for f in result.findings] == [("CUD001", 3, 2)]
+
+
+def test_a_cell_magic_after_form_lines_is_a_cell_magic(tmp_path: Path, monkeypatch) -> None:
+    """Colab's form lines (`#@title ...`) and blank lines before `%%html` (oobabooga/text-generation-webui,
+    Colab-TextGen-GPU.ipynb): the cell is HTML, not a syntax error; a `%%time` cell's Python after them
+    is still linted, and a `%%bash` body's `export` still reported, at their own lines."""
+    _nb(
+        tmp_path,
+        [
+            ("code", '#@title keep alive { display-mode: "form" }\n%%html\n<audio src="x.m4a" controls>\n'),
+            ("code", "import torch\ntorch.cuda.is_available()"),
+            ("code", "\n#@markdown run it\n%%time\nimport os\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'\n"),
+            ("code", "#@title shell\n%%bash\nexport CUDA_VISIBLE_DEVICES=0\n"),
+        ],
+    )
+    monkeypatch.chdir(tmp_path)
+    got = sorted((f.code, f.cell, f.line) for f in lint_paths(["nb.ipynb"]).findings)
+    assert got == [("CUD001", 3, 5), ("CUD009", 4, 3)]

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Optional, Union
 from cudalint.core.findings import Finding, Step
 from cudalint.core.ir import Block, Branch, Event, Loop, MainGuard, ModuleIR, Try
 from cudalint.core.project import Project
+from cudalint.summary.driven import DRIVES
 from cudalint.analysis.facts import Fact, IMPORTED, add_imported, gen, holds, imported, join, seen, seen_from
 
 if TYPE_CHECKING:
@@ -39,6 +40,10 @@ class Exposed:
     path: str
     link: Link  # call steps from the function's entry to the event, outermost first
     local: "Union[State, Seen]"  # facts the function itself established before the event
+    # the project modules (paths) whose top level, run by an import on the way, holds the event: it
+    # happens only where none of them was imported before (a module's top level runs once per process;
+    # a later import, also a function-local one, finds it in sys.modules and runs nothing)
+    fresh: frozenset = frozenset()
 
     @property
     def chain(self) -> tuple[Step, ...]:
@@ -277,7 +282,7 @@ class Analyzer:
                 if target.path in imported(state):
                     continue
                 summary = self.module_summary(target)
-                state = self.apply(summary, ev, state, w, f"{ev.text} runs {target.path}'s top level")
+                state = self.apply(summary, ev, state, w, f"{ev.text} runs {target.path}'s top level", target.path)
                 if state is None:
                     return None
                 state = add_imported(state, frozenset((target.path,)))
@@ -285,7 +290,9 @@ class Analyzer:
             target = self.project.resolve_symbol(ev.data[0], w.mod)
             if target is not None:
                 found = self.project.function(*target)
-                if found is not None:
+                # calling a generator function builds the generator and runs none of its body: it
+                # runs where the call's result is iterated or entered (cudalint.summary.driven)
+                if found is not None and (not found[1].is_generator or (len(ev.data) > 1 and ev.data[1] == DRIVES)):
                     mod, fn = found
                     summary = self.function_summary(mod, fn.qualname)
                     state = self.apply(summary, ev, state, w, f"{ev.text} calls {fn.qualname}()")
@@ -361,21 +368,29 @@ class Analyzer:
         for derive in self.derive.get(ev.kind, ()):
             yield from derive(ev, path, link, lookup)
 
-    def apply(self, summary: Summary, ev: Event, state: State, w: _Walk, note: str) -> Optional[State]:
+    def apply(self, summary: Summary, ev: Event, state: State, w: _Walk, note: str, module: Optional[str] = None) -> Optional[State]:
+        """The callee's `summary` at the call (or import of `module`, a path) `ev`, in `state`."""
         step = Step(w.mod.path, ev.loc[0], note)
+        done = imported(state)
+        marks: dict[frozenset, frozenset] = {}  # an event's `fresh`, with `module` added: shared
         # facts derived in this caller's state from the callee's events so far, in their order
         # (the caller may hold facts the callee could not see, e.g. the start method it set)
         extra: State = {}
         views: dict[int, object] = {}  # id(callee's state) -> seen(here, it): events in a row share a state
         here: State = state
         for inner in summary.exposed:
+            if inner.fresh and not done.isdisjoint(inner.fresh):
+                continue  # inside the top level of a module this path imported already: it does not run again
+            fresh = inner.fresh
+            if module is not None:
+                fresh = marks.get(fresh) or marks.setdefault(fresh, fresh | {module})
             link = (step, inner.link)
             if len(here) != len(state) + len(extra):  # (extra holds only keys state lacks)
                 here = {**extra, **state}
                 views.clear()
             # judged in this caller's state: facts from here first, then the callee's own
             if inner.event.kind in self.checks:
-                self.judge(Exposed(inner.event, inner.path, link, inner.local), here, ())
+                self.judge(Exposed(inner.event, inner.path, link, inner.local, fresh), here, ())
             if inner.event.kind in self.derive:
                 before = lambda key, _s=here, _l=inner.local: seen_from(_s, _l, key)  # noqa: E731
                 for key, fact in self._derive_facts(inner.event, inner.path, link, before):
@@ -387,7 +402,7 @@ class Analyzer:
                 view = views.get(id(inner.local))
                 if view is None:
                     view = views[id(inner.local)] = seen(here, inner.local)
-                self.expose(w, Exposed(inner.event, inner.path, link, view))
+                self.expose(w, Exposed(inner.event, inner.path, link, view, fresh))
         if summary.out is None:
             return None
         added = {

@@ -50,15 +50,17 @@ def scan_digest(scan: list) -> str:
 
 
 def _entry_shape(hit: object) -> bool:
-    """An index entry as `Cache.remember` writes it: [mtime_ns, size, key, scan digest, summary name]."""
+    """An index entry as `Cache.remember` writes it: [mtime_ns, size, key, scan digest, summary name,
+    module name]."""
     return (
         isinstance(hit, list)
-        and len(hit) == 5
+        and len(hit) == 6
         and type(hit[0]) is int
         and type(hit[1]) is int
         and cache_files.is_key(hit[2])
         and cache_files.is_key(hit[3])
         and cache_files.is_key(hit[4])
+        and isinstance(hit[5], str)
     )
 
 
@@ -164,7 +166,8 @@ class Cache:
         return got
 
     def _entry(self, path: str) -> Optional[list]:
-        """The index's [mtime_ns, size, key, scan digest, summary name] for `path`, if it has that shape."""
+        """The index's [mtime_ns, size, key, scan digest, summary name, module name] for `path`, if it
+        has that shape."""
         hit = self._load_index().get(_index_key(path))
         if _entry_shape(hit):
             return hit
@@ -215,10 +218,14 @@ class Cache:
     def put_selection(self, key: str, chosen: set[str], broken: set[str]) -> None:
         self._write(self._selection_file(key), {"chosen": sorted(chosen), "broken": sorted(broken)})
 
-    def lookup(self, path: str) -> Optional[str]:
-        """The key recorded for `path` if its mtime and size are unchanged."""
+    def lookup(self, path: str, modname: str) -> Optional[str]:
+        """The key recorded for `path` if its mtime and size are unchanged and it was recorded under
+        the module name `modname`. A key names the bytes AND the module name (`make_key`), and a file's
+        stamp vouches for its bytes only: the name comes from the `__init__.py` files above it, which
+        may have come or gone while the file stayed as it was (a stale key would give the summary of
+        a module that no longer exists, cudalint.core.project.module_name)."""
         hit = self._entry(path)
-        if hit is None:
+        if hit is None or hit[5] != modname:
             return None
         try:
             st = os.stat(path)
@@ -235,15 +242,16 @@ class Cache:
         hit = self._shard(key[:1]).get(key) if cache_files.is_key(key) else None
         return hit if isinstance(hit, list) and len(hit) == SCAN_FIELDS else None
 
-    def remember(self, path: str, stamp: tuple[int, int], key: str, scan: list) -> str:
-        """Record the file's key and scan; returns the scan's digest."""
+    def remember(self, path: str, modname: str, stamp: tuple[int, int], key: str, scan: list) -> str:
+        """Record the file's key (of its bytes under the module name `modname`) and scan; returns the
+        scan's digest."""
         index = self._load_index()
         old = index.get(_index_key(path))
         if _entry_shape(old) and old[2] != key:
             self._dirty_shards.add(old[2][:1])  # where the file's old scan goes from
         digest = scan_digest(scan)
         same = _entry_shape(old) and old[2] == key
-        index[_index_key(path)] = [stamp[0], stamp[1], key, digest, old[4] if same else key]
+        index[_index_key(path)] = [stamp[0], stamp[1], key, digest, old[4] if same else key, modname]
         if cache_files.is_key(key):
             self._shard(key[:1])[key] = scan
             self._dirty_shards.add(key[:1])

@@ -36,7 +36,8 @@ def _run_hash(kind: str, salt: str, run_salt: str, prefilter: bool, judged: Iter
 def source_key(salt: str, run_salt: str, prefilter: bool, judged: Iterable[str], infos: "Iterable[FileInfo]", keys: Mapping[str, str], problems: Mapping[str, Finding]) -> str:
     h = _run_hash("bytes", salt, run_salt, prefilter, judged)
     for info in infos:
-        h.update(f"\0{info.path}\0{keys.get(info.path, '')}".encode(*_NAMES))
+        # the module name too: it comes from `__init__.py` files that need not be among the inputs
+        h.update(f"\0{info.path}\0{info.module}\0{keys.get(info.path, '')}".encode(*_NAMES))
     for path in sorted(problems):
         h.update(json.dumps(encode(problems[path])).encode())
     return h.hexdigest()

@@ -109,7 +109,7 @@ def load_files(
         digests: dict[str, Optional[str]] = {}  # path -> its scan's digest (cudalint.engine.cache.scan_digest)
         before: dict[str, tuple[str, str]] = {}  # path -> (key, summary name) of the bytes it had, when they changed
         for info in infos:
-            hint = cache.lookup(info.path) if cache is not None and info.text is None else None
+            hint = cache.lookup(info.path, info.module) if cache is not None and info.text is None else None
             if hint is not None:
                 keys[info.path] = hint
                 known.append(info)
@@ -129,7 +129,7 @@ def load_files(
                         old = cache.previous(path)
                         if old is not None and old[0] != key:
                             before[path] = old
-                        digests[path] = cache.remember(path, stamp, key, raw)
+                        digests[path] = cache.remember(path, info_of[path].module, stamp, key, raw)
                     elif info_of[path].text is not None:  # an editor's buffer: its selection is reused too
                         digests[path] = scan_digest(raw)
                     if summary is not None:

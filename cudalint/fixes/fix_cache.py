@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from typing import Any, Mapping, Optional, Sequence
 
 from cudalint.core.findings import Finding
+from cudalint.core.project import module_name
 from cudalint.fixes.fixinfo import Edit, FixInfo, fixes_for
 
 
@@ -33,8 +35,9 @@ def _key(findings: Sequence[Finding], files: Sequence[str], config, cache) -> Op
     h = hashlib.sha256(f"fixes\0{cache.salt}\0{config!r}".encode("utf-8", "surrogateescape"))
     for f in findings:
         h.update(json.dumps(f.to_json(), sort_keys=True).encode("utf-8", "surrogateescape"))
+    packages: dict[str, str] = {}
     for path in files:
-        key = cache.lookup(path)
+        key = cache.lookup(path, module_name(os.path.abspath(path), packages)[0])
         if key is None:
             return None  # a file the index does not vouch for: prove again
         h.update(f"\0{path}\0{key}".encode("utf-8", "surrogateescape"))

@@ -173,13 +173,12 @@ def _walk(top: Path, shown_top: str, top_specs, exclude, respect_gitignore, file
 
 
 def _enter(directory: Path, shown: str, specs, visiting: frozenset, respect_gitignore, problems, walked):
-    """A folder's level of the walk, or None: a link back to a folder above (reported), a folder
-    walked already through another link (its files are listed), or an unreadable one (reported)."""
+    """A folder's level of the walk, or None: a link back to a folder above, or a folder walked
+    already through another link (either way its files are listed through the walk of the real
+    folder: nothing goes unchecked, so neither is a finding; lmql-lang/lmql's `docs/latest -> .`),
+    or an unreadable one (reported)."""
     real = os.path.realpath(directory)
-    if real in visiting:
-        problems.append(problem(shown, "skipped: symlink loop"))
-        return None
-    if real in walked:
+    if real in visiting or real in walked:
         return None
     walked.add(real)
     try:

@@ -213,18 +213,24 @@ class _Builder:
 
     def cell(self, number: int, text: str) -> None:
         lines = text.splitlines() or [""]
-        first = lines[0].strip()
+        # the cell magic's line: the first, after the blank lines IPython drops (leading_empty_lines)
+        # and the comments a front end reads before it (Colab's form lines, `#@title ...` above
+        # `%%html`: oobabooga/text-generation-webui, Colab-TextGen-GPU.ipynb)
+        at = next((i for i, ln in enumerate(lines) if ln.strip() and not ln.strip().startswith("#")), 0)
+        first = lines[at].strip()
         if first.startswith("%%"):
             name = (first[2:].split() or [""])[0]
             if name in PYTHON_CELL_MAGICS:
-                self.add(number, 1, lines[0], "")
-                self.python_block(number, lines[1:], start=2)
+                for n in range(1, at + 1):
+                    self.add(number, n, lines[n - 1])
+                self.add(number, at + 1, lines[at], "")
+                self.python_block(number, lines[at + 1 :], start=at + 2)
                 return
             is_shell = name in SHELL_CELL_MAGICS
-            body = [ln for ln in lines[1:] if ln.strip() and not ln.strip().startswith("#")]
+            body = [ln for ln in lines[at + 1 :] if ln.strip() and not ln.strip().startswith("#")]
             exports = shell_exports(";".join(body)) if is_shell and body else []
             for n, line in enumerate(lines, 1):
-                if exports and n > 1 and line.strip() and not line.strip().startswith("#"):
+                if exports and n > at + 1 and line.strip() and not line.strip().startswith("#"):
                     for var, _ in shell_exports(line):
                         col = len(line) - len(line.lstrip()) + 1
                         self.problems.append(_shell_finding(self.path, len(self.out) + 1, col, len(line) + 1, var))

@@ -15,6 +15,7 @@ from cudalint.core.ir import Event, Node
 from cudalint.core.positions import Located, span
 from cudalint.summary.syntax import _STDLIB, _env_conditions, dotted, literal
 from cudalint.core.values import value_info
+from cudalint.summary.driven import DRIVES, consumed_args
 
 if TYPE_CHECKING:
     from cudalint.summary.syntax import _Scope
@@ -32,6 +33,7 @@ class _CallEvents:
         elif type(func) is not ast.Name:
             self.expr(func, scope, out)
         args = args_of(call)
+        self._driven.update(id(c) for c in consumed_args(call))
         for arg in args:
             self.expr(arg.value, scope, out)
         q = self.callee(call, scope)
@@ -70,7 +72,7 @@ class _CallEvents:
         if matched or q is None:
             return
         if q.startswith(":") or self.maybe_project(q):
-            out.append(self.event("call", call, (q,)))
+            out.append(self.event("call", call, (q, DRIVES) if id(call) in self._driven else (q,)))
             labels.call_args(self, call, q, scope, out)
             self.call_refs(call, q, scope, out)
 

@@ -63,6 +63,7 @@ class _Statements:
         return static_guards.static_truth(test, self._consts, self.imports)
 
     def for_(self, stmt: Union[ast.For, ast.AsyncFor], scope: _Scope, out: list[Node]) -> None:
+        self.drive(stmt.iter)
         self.expr(stmt.iter, scope, out)
         self.stream_iteration(stmt.iter, scope, out)
         self.bind(stmt.target, None, scope)
@@ -94,6 +95,7 @@ class _Statements:
         held = []
         for item in stmt.items:
             ctx = item.context_expr
+            self.drive(ctx)  # a `@contextmanager` function's body runs to its `yield` here
             self.expr(ctx, scope, out)
             if type(ctx) is ast.Call:
                 typ = self.type_of_call(ctx, scope)

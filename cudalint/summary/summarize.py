@@ -19,6 +19,7 @@ from cudalint.core.positions import Lines, Located
 from cudalint.summary.thread_events import ThreadEvents
 from cudalint.summary.call_events import _CallEvents
 from cudalint.summary.statements import _Statements
+from cudalint.summary.driven import driven_calls
 from cudalint.summary.syntax import (
     _BUILTINS, _COMPREHENSIONS, _LEAVES, _Scope, _UNKNOWN, _children, _fnmatch, dotted, literal,
 )
@@ -50,7 +51,12 @@ class _Summarizer(_Statements, _CallEvents, ThreadEvents):
         self._consts: Optional[dict] = None  # static_guards.module_constants, computed when an `if` asks
         self._restored: Optional[frozenset] = None  # static_guards.restored_attributes of the module
         self._env_guards: list[set] = []  # variables the enclosing `if` tests read (cudalint.summary.static_guards)
+        self._driven: set[int] = set()  # ids of the calls whose generator runs where they are (summary.driven)
         self.output_files: dict[str, object] = {}  # file name -> the label of the tool output redirected to it (cudalint.summary.labels)
+
+    def drive(self, expr: ast.AST) -> None:
+        """`expr`'s value is iterated or entered where it is: a generator call in it runs its body."""
+        self._driven.update(id(c) for c in driven_calls(expr))
 
     # ---------- events -------------------------------------------------------------------
     def event(self, kind: str, node: Located, data: tuple = (), text: Optional[str] = None) -> Event:
@@ -207,6 +213,7 @@ class _Summarizer(_Statements, _CallEvents, ThreadEvents):
             if self._yields:
                 self._yields[-1] = True
             if kind is ast.YieldFrom:
+                self.drive(expr.value)  # type: ignore[attr-defined]
                 self.expr(expr.value, scope, out)  # type: ignore[attr-defined]
                 self.stream_iteration(expr.value, scope, out)  # type: ignore[attr-defined]
                 return
@@ -234,6 +241,8 @@ class _Summarizer(_Statements, _CallEvents, ThreadEvents):
         elif kind in _COMPREHENSIONS:
             # a comprehension's element runs once per item: a loop (threads started in it are several)
             inner: list[Node] = []
+            for gen in expr.generators:  # type: ignore[attr-defined]
+                self.drive(gen.iter)
             for child in _children(expr):
                 self.expr(child, scope, inner)
             if inner:
