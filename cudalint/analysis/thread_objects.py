@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Iterable, Optional
 
 from cudalint.analysis.thread_model import Obj
+from cudalint.core.catalogue import Api
 from cudalint.core.findings import Step
 from cudalint.core.ir import Function, ModuleIR
 
@@ -73,6 +74,25 @@ class _Resolve:
             else:
                 break
         return []
+
+    def catalogued_base(self, mod: ModuleIR, cls: str, field: str, depth: int = 0) -> Optional[Api]:
+        """The catalogue entry with `field` that a project class derives from, through project
+        base classes (`class LlamaCPP(Llama)`, `class Bot(commands.Bot)`), or None."""
+        info = mod.classes.get(cls)
+        if info is None or depth > 8:
+            return None
+        for base in info.bases:
+            target = (mod, base[1:]) if base.startswith(":") else self.project.resolve_symbol(base, mod)
+            if target is not None and target[1] in target[0].classes:
+                found = self.catalogued_base(target[0], target[1], field, depth + 1)
+                if found is not None:
+                    return found
+                continue
+            name = base[1:] if base.startswith(":") else base
+            api = next((a for a in self.cat.calls_named(name) if a.get(field)), None)
+            if api is not None:
+                return api
+        return None
 
     # ---------- what a ref holds ----------------------------------------------------------------
     def obj(self, key: Optional[Key], depth: int = 0) -> Optional[Obj]:

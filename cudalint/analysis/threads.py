@@ -18,6 +18,7 @@ its own small walk rather than a fact in `cudalint.analysis.flow`.
 """
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import replace
 from typing import TYPE_CHECKING, Optional
 
@@ -117,7 +118,7 @@ class ThreadAnalysis(_Resolve):
             else:
                 out.append(((mod.path, ""), MAIN))
             for qual, fn in mod.functions.items():
-                mode = self.endpoint(fn, mod)
+                mode = self.endpoint(fn, mod) or self.handler_method(qual, mod)
                 if mode is None:
                     continue
                 if fn.is_async and mode == "sync":
@@ -144,6 +145,17 @@ class ThreadAnalysis(_Resolve):
                 for api in self.cat.calls_named(name) if name else ():
                     if api.get("endpoint"):
                         return api.get("endpoint")
+        return None
+
+    def handler_method(self, qual: str, mod: ModuleIR) -> Optional[str]:
+        """`class Bot(discord.Client): async def on_message(...)`: a method the framework calls for
+        every event, as its catalogue entry's `handlers` patterns say."""
+        cls, _, method = qual.rpartition(".")
+        if not cls or cls not in mod.classes:
+            return None
+        api = self.catalogued_base(mod, cls, "handlers")
+        if api is not None and any(fnmatch.fnmatchcase(method, pat) for pat in str(api.get("handlers")).split()):
+            return api.get("endpoint") or None
         return None
 
     def imported_method(self, symbol: str, mod: ModuleIR) -> Optional[str]:
@@ -234,7 +246,49 @@ class ThreadAnalysis(_Resolve):
         if self.singleton(tfn) == "locked":
             locks = locks | {("cache", tmod.path, tfn.qualname)}
         step = Step(mod.path, ev.loc[0], f"{tfn.qualname}() is called here")
+        hand = self.decorator_thread(tfn, tmod)
+        if hand is not None:
+            # `@run_async def f(...)`: the decorator's wrapper runs f on a worker thread
+            dmod, dec, wrapper, start_site = hand
+            start = start_site.event
+            if start.data[5]:  # the wrapper waits for the thread: a lock it holds around the start counts
+                locks = locks | self.effective_locks(start_site.held, dmod, wrapper)
+            spawn_many = site.in_loop or ctx.tasks or ctx.many
+            short = start.data[0].rsplit(".", 1)[-1].lstrip(".")
+            how = Step(dmod.path, start.loc[0], f"@{dec}'s wrapper runs it with {short}(...) on " + ("several worker threads at once" if spawn_many else "another thread"))
+            new = Context(
+                id=f"thread:{mod.path}:{ev.loc[0]}",
+                many=spawn_many,
+                locks=locks if start.data[5] else frozenset(),
+                steps=ctx.steps + (step, how),
+                how=f"threads of @{dec}",
+                parent=(mod.path, qual),
+                spawn_many=spawn_many,
+            )
+            self._add((tmod.path, tfn.qualname), new, work)
+            return
         self._add((tmod.path, tfn.qualname), replace(ctx, locks=locks, steps=ctx.steps + (step,)), work)
+
+    def decorator_thread(self, fn: Function, mod: ModuleIR) -> Optional[tuple[ModuleIR, str, str, Site]]:
+        """A project decorator whose wrapper hands the function it wraps to a thread start
+        (`def run_async(func): async def wrapper(*a): return await asyncio.to_thread(func, *a)`):
+        (the decorator's module, its name, the wrapper's name, the site of that thread start), or None."""
+        if fn.is_async:
+            return None
+        for dec in fn.decorators:
+            target = self.function(dec, mod) if dec else None
+            if target is None or not target[1].params:
+                continue
+            dmod, dfn = target
+            handed = f"__call__|v:{dfn.qualname}:{dfn.params[0]}"
+            for qual, inner in dmod.functions.items():
+                if not qual.startswith(dfn.qualname + "."):
+                    continue
+                for site in self.sites.get((dmod.path, qual), ()):
+                    ev = site.event
+                    if ev.kind == "thread_start" and ev.data[3] == handed and not any(a.get("starts_task") for a in self.cat.calls_named(ev.data[0])):
+                        return dmod, dfn.qualname, qual, site
+        return None
 
     def thread_subclass_start(self, symbol: str, mod: ModuleIR) -> Optional[tuple[ModuleIR, str]]:
         if not symbol.endswith(".start"):
@@ -263,8 +317,17 @@ class ThreadAnalysis(_Resolve):
         # a coroutine in flight several times at once starts its work several times at once
         spawn_many = (bool(many) or site.in_loop or ctx.tasks) and serial is None
         locks = (ctx.locks | self.effective_locks(site.held, mod, qual)) if waits else frozenset()
-        target = self.function(symbol, mod) if symbol else None
         short = api.rsplit(".", 1)[-1] if not api.startswith(".") else api[1:]
+        handler = self.handler_class(symbol, mod, apis)
+        if handler is not None:
+            # a server runs a new instance of the handler class per request, each on its own thread
+            hmod, hcls, methods = handler
+            step = Step(mod.path, ev.loc[0], f"{short}(...) runs {hcls}'s request methods on a new thread per request, several at once")
+            new = Context(id=f"thread:{mod.path}:{ev.loc[0]}", many=True, locks=frozenset(), steps=ctx.steps + (step,), how=f"the request threads of {short}(...)", parent=(mod.path, qual), spawn_many=True, own_instance=(hmod.path, hcls))
+            for key in methods:
+                self._add(key, new, work)
+            return
+        target = self.function(symbol, mod) if symbol else None
         if target is not None:
             tmod, tfn = target
             what = f"{tfn.qualname}()" if "<lambda" not in tfn.qualname else "the lambda"
@@ -308,6 +371,29 @@ class ThreadAnalysis(_Resolve):
         elif obj:
             # the object itself is the work (`executor.map(llm, prompts)`): a use at the start
             self._direct[(mod.path, ev.loc, new.id, obj)] = (obj, mod, qual, ev, new)
+
+    def handler_class(self, symbol: str, mod: ModuleIR, apis) -> Optional[tuple[ModuleIR, str, list]]:
+        """The work is a project class whose methods the catalogue names (`thread_methods`): (its
+        module, its name, the keys of those methods, its own and its project bases')."""
+        patterns = next((str(a.get("thread_methods")).split() for a in apis if a.get("thread_methods")), None)
+        target = self.project.resolve_symbol(symbol, mod) if patterns and symbol else None
+        if target is None or target[1] not in target[0].classes:
+            return None
+        keys, todo, seen = [], [target], set()
+        while todo:
+            cmod, cls = todo.pop()
+            if (cmod.path, cls) in seen or cls not in cmod.classes:
+                continue
+            seen.add((cmod.path, cls))
+            for qual in cmod.functions:
+                owner, _, method = qual.rpartition(".")
+                if owner == cls and any(fnmatch.fnmatchcase(method, p) for p in patterns):
+                    keys.append((cmod.path, qual))
+            for base in cmod.classes[cls].bases:
+                found = (cmod, base[1:]) if base.startswith(":") else self.project.resolve_symbol(base, cmod)
+                if found is not None:
+                    todo.append(found)
+        return target[0], target[1], keys
 
     def own_instance(self, recv: str, mod: ModuleIR, qual: str, site: Site, tfn: Function, tmod: ModuleIR) -> Optional[tuple[str, str]]:
         """A bound method started on an instance made for this thread alone (`Worker().loop`)."""
