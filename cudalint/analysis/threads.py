@@ -27,7 +27,7 @@ from cudalint.core.catalogue import Catalogue
 from cudalint.core.findings import Step
 from cudalint.core.ir import Event, Function, ModuleIR
 from cudalint.core.project import Project
-from cudalint.analysis.thread_model import Context, Creation, MAIN, ThreadModel, Use, flatten
+from cudalint.analysis.thread_model import Context, Creation, MAIN, ThreadModel, Use, flatten, sequential
 from cudalint.analysis.thread_objects import _Resolve
 
 if TYPE_CHECKING:
@@ -50,6 +50,7 @@ class ThreadAnalysis(_Resolve):
         self.default_many = False
         self._obj_cache: dict = {}
         self._direct: dict = {}
+        self._stores: Optional[dict] = None
         self._index()
 
     # ---------- indexing ------------------------------------------------------------------------
@@ -357,7 +358,7 @@ class ThreadAnalysis(_Resolve):
             "threading.Timer": "a timer thread",
         }.get(api, f"threads of {short}(...)")
         new = Context(
-            id=f"thread:{mod.path}:{ev.loc[0]}" if serial is None else f"serial:{serial}",
+            id=f"thread:{mod.path}:{ev.loc[0]}:{ev.loc[1]}" if serial is None else f"serial:{serial}",
             many=(spawn_many or ctx.many) and serial is None,
             locks=locks,
             steps=ctx.steps + (step,),
@@ -365,35 +366,13 @@ class ThreadAnalysis(_Resolve):
             parent=(mod.path, qual),
             spawn_many=spawn_many,
             own_instance=own,
+            waited=waits == "await",
         )
         if tfn is not None:
             self._add((tmod.path, tfn.qualname), new, work)
         elif obj:
             # the object itself is the work (`executor.map(llm, prompts)`): a use at the start
             self._direct[(mod.path, ev.loc, new.id, obj)] = (obj, mod, qual, ev, new)
-
-    def handler_class(self, symbol: str, mod: ModuleIR, apis) -> Optional[tuple[ModuleIR, str, list]]:
-        """The work is a project class whose methods the catalogue names (`thread_methods`): (its
-        module, its name, the keys of those methods, its own and its project bases')."""
-        patterns = next((str(a.get("thread_methods")).split() for a in apis if a.get("thread_methods")), None)
-        target = self.project.resolve_symbol(symbol, mod) if patterns and symbol else None
-        if target is None or target[1] not in target[0].classes:
-            return None
-        keys, todo, seen = [], [target], set()
-        while todo:
-            cmod, cls = todo.pop()
-            if (cmod.path, cls) in seen or cls not in cmod.classes:
-                continue
-            seen.add((cmod.path, cls))
-            for qual in cmod.functions:
-                owner, _, method = qual.rpartition(".")
-                if owner == cls and any(fnmatch.fnmatchcase(method, p) for p in patterns):
-                    keys.append((cmod.path, qual))
-            for base in cmod.classes[cls].bases:
-                found = (cmod, base[1:]) if base.startswith(":") else self.project.resolve_symbol(base, cmod)
-                if found is not None:
-                    todo.append(found)
-        return target[0], target[1], keys
 
     def own_instance(self, recv: str, mod: ModuleIR, qual: str, site: Site, tfn: Function, tmod: ModuleIR) -> Optional[tuple[str, str]]:
         """A bound method started on an instance made for this thread alone (`Worker().loop`)."""
@@ -483,7 +462,7 @@ def concurrent(a: Use, b: Use) -> bool:
     if ident[0] == "g" and a.ctx.id == f"streamlit:{ident[1]}" == b.ctx.id:
         return False  # a script's globals are made anew by every run
     if a.ctx.id != b.ctx.id:
-        return True
+        return not sequential(a.ctx, b.ctx)
     if ident[0] == "l":
         fn = (ident[1], ident[2])
         if a.ctx.parent == fn:
