@@ -155,7 +155,9 @@ class ThreadAnalysis(_Resolve):
         if not cls or cls not in mod.classes:
             return None
         api = self.catalogued_base(mod, cls, "handlers")
-        if api is not None and any(fnmatch.fnmatchcase(method, pat) for pat in str(api.get("handlers")).split()):
+        fn = mod.functions.get(qual)
+        # only coroutines: discord.py awaits what it dispatches, so a `def on_x` helper is never called as a handler
+        if api is not None and fn is not None and fn.is_async and any(fnmatch.fnmatchcase(method, pat) for pat in str(api.get("handlers")).split()):
             return api.get("endpoint") or None
         return None
 
