@@ -36,6 +36,9 @@ class Context:
     # several runs of this coroutine are in flight at once on the event loop (an async endpoint,
     # `asyncio.gather(*(f(x) for x in xs))`): its direct work never overlaps, the threads it starts do
     tasks: bool = False
+    # the starting code waits for the work (`await asyncio.to_thread(...)`): two such starts in one
+    # run of a coroutine run one after the other
+    waited: bool = False
 
 
 MAIN = Context(id="main", many=False, locks=frozenset(), steps=(), how="the main thread")
@@ -73,6 +76,12 @@ class Creation:
 class ThreadModel:
     uses: list[Use] = field(default_factory=list)
     creations: list[Creation] = field(default_factory=list)
+
+
+def sequential(a: Context, b: Context) -> bool:
+    """Two waited starts of one run of the same function (`await to_thread(f, x)` then
+    `await to_thread(f, y)`): the second starts after the first is done."""
+    return a.waited and b.waited and a.parent == b.parent and not (a.spawn_many or b.spawn_many)
 
 
 def flatten(block: Block, held: frozenset = frozenset(), in_loop: bool = False, out: Optional[list] = None) -> tuple[list[Site], frozenset]:

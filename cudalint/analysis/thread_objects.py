@@ -3,11 +3,13 @@
 """
 from __future__ import annotations
 
+import fnmatch
 import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Iterable, Optional
 
 from cudalint.analysis.thread_model import Obj
+from cudalint.core.catalogue import Api
 from cudalint.core.findings import Step
 from cudalint.core.ir import Function, ModuleIR
 
@@ -26,7 +28,19 @@ class _Resolve:
         target = self.project.resolve_symbol(symbol, mod)
         if target is None:
             return None
-        return self.project.function(*target)
+        found = self.project.function(*target)
+        if found is None and "." in target[1]:
+            # `create(path).generate(p)`, `session = Session.create(path); session.generate(p)`: a
+            # method of the class a project factory returns (the summarizer types a name by the
+            # factory when the class is in another module)
+            factory, _, method = target[1].rpartition(".")
+            made = self.project.function(target[0], factory)
+            if made is not None and not made[1].qualname.endswith(".__init__"):
+                for origin, rmod, _fn, _line in self.returns.get((made[0].path, made[1].qualname), ()):
+                    cls = self.project.resolve_symbol(origin[2:], rmod) if origin.startswith("c:") else None
+                    if cls is not None and cls[1] in cls[0].classes:
+                        return self.project.function(cls[0], f"{cls[1]}.{method}")
+        return found
 
     def canon(self, ref: str, mod: ModuleIR, fn: str) -> Optional[Key]:
         kind, _, rest = ref.partition(":")
@@ -74,6 +88,48 @@ class _Resolve:
                 break
         return []
 
+    def catalogued_base(self, mod: ModuleIR, cls: str, field: str, depth: int = 0) -> Optional[Api]:
+        """The catalogue entry with `field` that a project class derives from, through project
+        base classes (`class LlamaCPP(Llama)`, `class Bot(commands.Bot)`), or None."""
+        info = mod.classes.get(cls)
+        if info is None or depth > 8:
+            return None
+        for base in info.bases:
+            target = (mod, base[1:]) if base.startswith(":") else self.project.resolve_symbol(base, mod)
+            if target is not None and target[1] in target[0].classes:
+                found = self.catalogued_base(target[0], target[1], field, depth + 1)
+                if found is not None:
+                    return found
+                continue
+            name = base[1:] if base.startswith(":") else base
+            api = next((a for a in self.cat.calls_named(name) if a.get(field)), None)
+            if api is not None:
+                return api
+        return None
+
+    def handler_class(self, symbol: str, mod: ModuleIR, apis) -> Optional[tuple[ModuleIR, str, list]]:
+        """The work is a project class whose methods the catalogue names (`thread_methods`): (its
+        module, its name, the keys of those methods, its own and its project bases')."""
+        patterns = next((str(a.get("thread_methods")).split() for a in apis if a.get("thread_methods")), None)
+        target = self.project.resolve_symbol(symbol, mod) if patterns and symbol else None
+        if target is None or target[1] not in target[0].classes:
+            return None
+        keys, todo, seen = [], [target], set()
+        while todo:
+            cmod, cls = todo.pop()
+            if (cmod.path, cls) in seen or cls not in cmod.classes:
+                continue
+            seen.add((cmod.path, cls))
+            for qual in cmod.functions:
+                owner, _, method = qual.rpartition(".")
+                if owner == cls and any(fnmatch.fnmatchcase(method, p) for p in patterns):
+                    keys.append((cmod.path, qual))
+            for base in cmod.classes[cls].bases:
+                found = (cmod, base[1:]) if base.startswith(":") else self.project.resolve_symbol(base, cmod)
+                if found is not None:
+                    todo.append(found)
+        return target[0], target[1], keys
+
     # ---------- what a ref holds ----------------------------------------------------------------
     def obj(self, key: Optional[Key], depth: int = 0) -> Optional[Obj]:
         if key is None or depth > 8:
@@ -87,6 +143,14 @@ class _Resolve:
         return result
 
     def _obj(self, key: Key, depth: int) -> Optional[Obj]:
+        found = self._held(key, depth)
+        if found is not None and key[0] == "g" and found.identity[0] == "l":
+            # a module global is one object for every thread, whoever made what it holds
+            # (`def init_llm(m): global coach; coach = m`: the caller's local becomes everyone's)
+            return replace(found, identity=key)
+        return found
+
+    def _held(self, key: Key, depth: int) -> Optional[Obj]:
         if key[-1] == "elem":
             whole = self.obj(key[:-1], depth + 1)
             return replace(whole, identity=key) if whole is not None and whole.identity[0] != "fresh" else None
@@ -107,11 +171,11 @@ class _Resolve:
                 return None
             cls = api.get("returns") or api.name
             short = cls.rsplit(".", 1)[-1]
-            return Obj(identity=store or ("fresh", mod.path, line), cls=cls, created=Step(mod.path, line, f"the {short} is created here"), api=rest)
+            return Obj(identity=self.escaped(store) if store else ("fresh", mod.path, line), cls=cls, created=Step(mod.path, line, f"the {short} is created here"), api=rest)
         if kind == "ref":
             return self.obj(self.canon(rest, mod, fn), depth + 1)
         if kind == "c":
-            return self.call_result(rest, mod, store, depth)
+            return self.call_result(rest, mod, store, depth, line)
         if kind == "each":
             # iterating a container: its elements are one known object when it repeats one; a
             # mapping filled by key (`models[k] = Llama()`, iterated by `.values()`/`.items()`) holds
@@ -125,7 +189,15 @@ class _Resolve:
             return self.obj(key + ("elem",), depth + 1) if key is not None and key[0] != "c" else None
         return None
 
-    def call_result(self, symbol: str, mod: ModuleIR, store: Optional[Key], depth: int) -> Optional[Obj]:
+    def call_result(self, symbol: str, mod: ModuleIR, store: Optional[Key], depth: int, line: int = 0) -> Optional[Obj]:
+        made = self.project.resolve_symbol(symbol, mod)
+        if made is not None and made[1] in made[0].classes:
+            # a project subclass of a llama class (`class LlamaCPP(Llama)`): its instances own a
+            # context, and the inherited methods touch it
+            api = self.catalogued_base(made[0], made[1], "llama_context")
+            if api is not None:
+                cls = api.get("returns") or api.name
+                return Obj(identity=self.escaped(store) if store else ("fresh", mod.path, line), cls=cls, created=Step(mod.path, line, f"the {made[1]} (a {cls.rsplit('.', 1)[-1]}) is created here"), api=api.name)
         target = self.function(symbol, mod)
         if target is None:
             # an imported object (`from models import llm`) is not a call result
@@ -142,6 +214,44 @@ class _Resolve:
                 return replace(found, identity=store or found.identity)
             return found
         return None
+
+    def escaped(self, key: Key) -> Key:
+        """A local that leaves its function inside what the function returns (`llm = Llama();
+        return Session(model=llm)`, `return cls(model=Llama(...))`) is the object the callers keep:
+        a module global or an attribute that stores the factory's result, when one does."""
+        if key[0] != "l":
+            return key
+        fn, name = (key[1], key[2]), key[3]
+        ref = f"v:{key[2]}:{name}"
+        wrapped = set()
+        for site in self.sites.get(fn, ()):
+            ev = site.event
+            if ev.kind == "call_refs" and any(r == ref for _slot, r in ev.data[1]):
+                wrapped.add("c:" + ev.data[0])
+        returned = {origin for origin, *_ in self.returns.get(fn, ())}
+        local = f"ref:v:{key[2]}:"
+        bound = set()  # `s = Session(llm); return s`: what the returned locals were made from
+        for origin in returned:
+            if origin.startswith(local):
+                bound |= {o for o, *_ in self.binds.get(("l", key[1], key[2], origin[len(local):]), ())}
+        if f"ref:{ref}" not in returned and not (wrapped & (returned | bound)):
+            return key
+        for store in self._result_stores().get(fn, ()):
+            if store[0] in ("g", "a"):
+                return store
+        return key
+
+    def _result_stores(self) -> dict:
+        """Function -> the refs that keep its result (`session = create(...)`, `self.model = X.create()`)."""
+        if self._stores is None:
+            self._stores = {}
+            for key, binds in self.binds.items():
+                for origin, mod, _fn, _line, _loop in binds:
+                    if origin.startswith("c:"):
+                        target = self.function(origin[2:], mod)
+                        if target is not None:
+                            self._stores.setdefault((target[0].path, target[1].qualname), []).append(key)
+        return self._stores
 
     def singleton(self, fn: Optional[Function]) -> Optional[str]:
         if fn is None:

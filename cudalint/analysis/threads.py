@@ -18,6 +18,7 @@ its own small walk rather than a fact in `cudalint.analysis.flow`.
 """
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import replace
 from typing import TYPE_CHECKING, Optional
 
@@ -26,7 +27,7 @@ from cudalint.core.catalogue import Catalogue
 from cudalint.core.findings import Step
 from cudalint.core.ir import Event, Function, ModuleIR
 from cudalint.core.project import Project
-from cudalint.analysis.thread_model import Context, Creation, MAIN, ThreadModel, Use, flatten
+from cudalint.analysis.thread_model import Context, Creation, MAIN, ThreadModel, Use, flatten, sequential
 from cudalint.analysis.thread_objects import _Resolve
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ class ThreadAnalysis(_Resolve):
         self.default_many = False
         self._obj_cache: dict = {}
         self._direct: dict = {}
+        self._stores: Optional[dict] = None
         self._index()
 
     # ---------- indexing ------------------------------------------------------------------------
@@ -117,7 +119,7 @@ class ThreadAnalysis(_Resolve):
             else:
                 out.append(((mod.path, ""), MAIN))
             for qual, fn in mod.functions.items():
-                mode = self.endpoint(fn, mod)
+                mode = self.endpoint(fn, mod) or self.handler_method(qual, mod)
                 if mode is None:
                     continue
                 if fn.is_async and mode == "sync":
@@ -144,6 +146,19 @@ class ThreadAnalysis(_Resolve):
                 for api in self.cat.calls_named(name) if name else ():
                     if api.get("endpoint"):
                         return api.get("endpoint")
+        return None
+
+    def handler_method(self, qual: str, mod: ModuleIR) -> Optional[str]:
+        """`class Bot(discord.Client): async def on_message(...)`: a method the framework calls for
+        every event, as its catalogue entry's `handlers` patterns say."""
+        cls, _, method = qual.rpartition(".")
+        if not cls or cls not in mod.classes:
+            return None
+        api = self.catalogued_base(mod, cls, "handlers")
+        fn = mod.functions.get(qual)
+        # only coroutines: discord.py awaits what it dispatches, so a `def on_x` helper is never called as a handler
+        if api is not None and fn is not None and fn.is_async and any(fnmatch.fnmatchcase(method, pat) for pat in str(api.get("handlers")).split()):
+            return api.get("endpoint") or None
         return None
 
     def imported_method(self, symbol: str, mod: ModuleIR) -> Optional[str]:
@@ -234,7 +249,49 @@ class ThreadAnalysis(_Resolve):
         if self.singleton(tfn) == "locked":
             locks = locks | {("cache", tmod.path, tfn.qualname)}
         step = Step(mod.path, ev.loc[0], f"{tfn.qualname}() is called here")
+        hand = self.decorator_thread(tfn, tmod)
+        if hand is not None:
+            # `@run_async def f(...)`: the decorator's wrapper runs f on a worker thread
+            dmod, dec, wrapper, start_site = hand
+            start = start_site.event
+            if start.data[5]:  # the wrapper waits for the thread: a lock it holds around the start counts
+                locks = locks | self.effective_locks(start_site.held, dmod, wrapper)
+            spawn_many = site.in_loop or ctx.tasks or ctx.many
+            short = start.data[0].rsplit(".", 1)[-1].lstrip(".")
+            how = Step(dmod.path, start.loc[0], f"@{dec}'s wrapper runs it with {short}(...) on " + ("several worker threads at once" if spawn_many else "another thread"))
+            new = Context(
+                id=f"thread:{mod.path}:{ev.loc[0]}",
+                many=spawn_many,
+                locks=locks if start.data[5] else frozenset(),
+                steps=ctx.steps + (step, how),
+                how=f"threads of @{dec}",
+                parent=(mod.path, qual),
+                spawn_many=spawn_many,
+            )
+            self._add((tmod.path, tfn.qualname), new, work)
+            return
         self._add((tmod.path, tfn.qualname), replace(ctx, locks=locks, steps=ctx.steps + (step,)), work)
+
+    def decorator_thread(self, fn: Function, mod: ModuleIR) -> Optional[tuple[ModuleIR, str, str, Site]]:
+        """A project decorator whose wrapper hands the function it wraps to a thread start
+        (`def run_async(func): async def wrapper(*a): return await asyncio.to_thread(func, *a)`):
+        (the decorator's module, its name, the wrapper's name, the site of that thread start), or None."""
+        if fn.is_async:
+            return None
+        for dec in fn.decorators:
+            target = self.function(dec, mod) if dec else None
+            if target is None or not target[1].params:
+                continue
+            dmod, dfn = target
+            handed = f"__call__|v:{dfn.qualname}:{dfn.params[0]}"
+            for qual, inner in dmod.functions.items():
+                if not qual.startswith(dfn.qualname + "."):
+                    continue
+                for site in self.sites.get((dmod.path, qual), ()):
+                    ev = site.event
+                    if ev.kind == "thread_start" and ev.data[3] == handed and not any(a.get("starts_task") for a in self.cat.calls_named(ev.data[0])):
+                        return dmod, dfn.qualname, qual, site
+        return None
 
     def thread_subclass_start(self, symbol: str, mod: ModuleIR) -> Optional[tuple[ModuleIR, str]]:
         if not symbol.endswith(".start"):
@@ -263,8 +320,17 @@ class ThreadAnalysis(_Resolve):
         # a coroutine in flight several times at once starts its work several times at once
         spawn_many = (bool(many) or site.in_loop or ctx.tasks) and serial is None
         locks = (ctx.locks | self.effective_locks(site.held, mod, qual)) if waits else frozenset()
-        target = self.function(symbol, mod) if symbol else None
         short = api.rsplit(".", 1)[-1] if not api.startswith(".") else api[1:]
+        handler = self.handler_class(symbol, mod, apis)
+        if handler is not None:
+            # a server runs a new instance of the handler class per request, each on its own thread
+            hmod, hcls, methods = handler
+            step = Step(mod.path, ev.loc[0], f"{short}(...) runs {hcls}'s request methods on a new thread per request, several at once")
+            new = Context(id=f"thread:{mod.path}:{ev.loc[0]}", many=True, locks=frozenset(), steps=ctx.steps + (step,), how=f"the request threads of {short}(...)", parent=(mod.path, qual), spawn_many=True, own_instance=(hmod.path, hcls))
+            for key in methods:
+                self._add(key, new, work)
+            return
+        target = self.function(symbol, mod) if symbol else None
         if target is not None:
             tmod, tfn = target
             what = f"{tfn.qualname}()" if "<lambda" not in tfn.qualname else "the lambda"
@@ -294,7 +360,7 @@ class ThreadAnalysis(_Resolve):
             "threading.Timer": "a timer thread",
         }.get(api, f"threads of {short}(...)")
         new = Context(
-            id=f"thread:{mod.path}:{ev.loc[0]}" if serial is None else f"serial:{serial}",
+            id=f"thread:{mod.path}:{ev.loc[0]}:{ev.loc[1]}" if serial is None else f"serial:{serial}",
             many=(spawn_many or ctx.many) and serial is None,
             locks=locks,
             steps=ctx.steps + (step,),
@@ -302,6 +368,7 @@ class ThreadAnalysis(_Resolve):
             parent=(mod.path, qual),
             spawn_many=spawn_many,
             own_instance=own,
+            waited=waits == "await",
         )
         if tfn is not None:
             self._add((tmod.path, tfn.qualname), new, work)
@@ -397,7 +464,7 @@ def concurrent(a: Use, b: Use) -> bool:
     if ident[0] == "g" and a.ctx.id == f"streamlit:{ident[1]}" == b.ctx.id:
         return False  # a script's globals are made anew by every run
     if a.ctx.id != b.ctx.id:
-        return True
+        return not sequential(a.ctx, b.ctx)
     if ident[0] == "l":
         fn = (ident[1], ident[2])
         if a.ctx.parent == fn:

@@ -12,7 +12,7 @@ from cudalint.core.catalogue import Catalogue
 from cudalint.core.findings import Finding, Step
 from cudalint.core.project import Project
 from cudalint.analysis.thread_model import Use
-from cudalint.analysis.threads import analyze, concurrent
+from cudalint.analysis.threads import analyze, concurrent, sequential
 
 
 def _name(use: Use) -> str:
@@ -21,6 +21,11 @@ def _name(use: Use) -> str:
     if use.method == "__call__":
         return "calling it"
     return f".{use.method}()"
+
+
+def _started(made) -> bool:
+    """Created on threads some code starts (not the main thread, not a one-worker pool's thread)."""
+    return made.ctx.parent is not None and not made.ctx.id.startswith("serial:")
 
 
 def check(project: Project, catalogue: Catalogue, enabled: Callable[[str], bool]) -> list[Finding]:
@@ -69,23 +74,33 @@ def check(project: Project, catalogue: Catalogue, enabled: Callable[[str], bool]
                     severity="error",
                 )
     if want102:
-        for made in sorted(model.creations, key=lambda c: (c.path, c.event.loc, c.ctx.id)):
-            if not made.ctx.many or made.locks:
+        creations = sorted(model.creations, key=lambda c: (c.path, c.event.loc, c.ctx.id))
+        for made in creations:
+            if made.locks:
                 continue
             ev = made.event
+            other = None
+            if not made.ctx.many:
+                # the same loader started twice (`ex.submit(load, a); ex.submit(load, b)`, two
+                # listeners): two thread starts whose work overlaps, each creating a context
+                other = next((o for o in creations if o.event is ev and o.ctx.id != made.ctx.id and not o.locks and _started(o) and _started(made) and not sequential(o.ctx, made.ctx)), None)
+                if other is None:
+                    continue
             key = ("CUD102", made.path, ev.loc[0], ev.loc[1])
             if key in out:
                 continue
             cls = ev.data[0].rsplit(".", 1)[-1]
+            where = f"{made.ctx.how}, several at once" if other is None else f"{made.ctx.how} and, at the same time, on {other.ctx.how}"
+            extra = () if other is None else tuple(s for s in other.ctx.steps if s not in made.ctx.steps)
             out[key] = Finding.at(
                 "CUD102",
                 made.path,
                 ev.loc,
                 message=(
-                    f"{cls}(...) is created on {made.ctx.how}, several at once, with no lock held; "
+                    f"{cls}(...) is created on {where}, with no lock held; "
                     "llama.cpp backend initialization and model loading are not thread-safe (create it once, or under a lock)"
                 ),
-                witness=made.ctx.steps + (Step(made.path, ev.loc[0], f"{ev.text} creates a llama context here"),),
+                witness=made.ctx.steps + extra + (Step(made.path, ev.loc[0], f"{ev.text} creates a llama context here"),),
                 severity="warning",
             )
     found = list(out.values())

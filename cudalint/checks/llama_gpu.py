@@ -18,6 +18,7 @@ from cudalint.core.ir import iter_events
 from cudalint.core.project import Project
 from cudalint.analysis.thread_model import Use
 from cudalint.analysis.threads import concurrent
+from cudalint.analysis.thread_model import sequential
 
 
 def _offloaded(project: Project) -> dict[tuple[str, int], str]:
@@ -43,7 +44,7 @@ def _overlap(a: Use, b: Use) -> bool:
     """May these two uses run at the same moment (on two threads of one program)?"""
     if _program(a) != _program(b):
         return False
-    return a.ctx.id != b.ctx.id or a.ctx.many
+    return (a.ctx.id != b.ctx.id and not sequential(a.ctx, b.ctx)) or a.ctx.many
 
 
 def _separate(a: Use, b: Use) -> bool:

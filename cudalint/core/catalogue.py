@@ -40,6 +40,8 @@ EFFECT_FIELDS = {
     "thread_waits": bool,
     "concurrency": str,
     "endpoint": str,
+    "handlers": str,
+    "thread_methods": str,
     "singleton": str,
     "lock_count": str,
     "streams": str,

@@ -98,9 +98,12 @@ def select(scans: Mapping[str, Scan], modules: Mapping[str, str], judged: Iterab
         else:
             code |= reach
             top |= _up_closure(on_import, importers)
+    # the thread rules follow objects through modules with no catalogue word of their own (a setter
+    # `def init_llm(m): global coach; coach = m`, a wrapper class) that thread or llama modules import
+    relay = {t for p, ks in kinds.items() if ks & {"llama", "thread"} for t in edges.get(p, ())}
     if not calls.precise:
-        return _select_coarse(scans, kinds, edges, importers, code | top | own_top) | named
-    return code | top | own_top | named | calls.dependencies(code, top, own_top, edges)
+        return _select_coarse(scans, kinds, edges, importers, code | top | own_top) | named | relay
+    return code | top | own_top | named | relay | calls.dependencies(code, top, own_top, edges)
 
 
 def _wanted(judged: set[str]) -> set[str]:

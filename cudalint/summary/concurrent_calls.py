@@ -95,3 +95,21 @@ def context_of(ctx, ev, method: str, fn_key):
         spawn_many=True,
         own_instance=None,
     )
+
+
+def work_exprs(call: ast.Call, slots: str) -> tuple[list, bool]:
+    """The arguments holding the work, and whether one call hands over several pieces at once.
+    `"*"` (`asyncio.gather(a(), b())`, `gather(*(f(x) for x in xs))`): every positional argument,
+    a starred one or a comprehension standing for many."""
+    if slots != "*":
+        expr = arg_expr(call, slots)
+        return ([expr] if expr is not None else []), False
+    out = []
+    several = len(call.args) > 1
+    for expr in call.args:
+        if type(expr) is ast.Starred:
+            expr, several = expr.value, True  # type: ignore[attr-defined]
+        if type(expr) in (ast.GeneratorExp, ast.ListComp, ast.SetComp):
+            expr, several = expr.elt, True  # type: ignore[attr-defined]
+        out.append(expr)
+    return out, several

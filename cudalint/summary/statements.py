@@ -365,6 +365,8 @@ class _Statements:
             if q:
                 bases.append(q)
         name = node.name
+        if any(api.get("llama_context") for b in bases if not b.startswith(":") for api in self.cat.calls_named(b)):
+            self.makes_llama = True  # `class LlamaCPP(Llama)`: its instances own a context (cudalint.analysis.thread_objects)
         if scope.qualname == "":
             scope.defs[name] = name
             self.classes[name] = ClassInfo(name=name, bases=tuple(bases))

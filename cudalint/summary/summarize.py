@@ -98,6 +98,8 @@ class _Summarizer(_Statements, _CallEvents, ThreadEvents):
             if len(rest) == 1:
                 return f":{scope.cls}.{rest[0]}"
             return None
+        if head == "cls" and not rest and scope.cls and "cls" in scope.bound:
+            return f":{scope.cls}"  # `return cls(...)` in a classmethod builds the class
         typ = scope.lookup_type(head)
         if typ is not None:
             return ".".join([typ] + rest)
@@ -123,6 +125,11 @@ class _Summarizer(_Statements, _CallEvents, ThreadEvents):
             name = q[1:]
             if name in self.classes:
                 return q
+            # a factory of this module (`create(path)`, `Session.create(path)`) that returns
+            # instances of one class of this module
+            made = self.return_types.get(name, ())
+            if len(made) == 1:
+                return next(iter(made))
             return None
         for api in self.cat.calls_named(q):
             if api.get("returns") and self.applies(api, call, scope):

@@ -48,6 +48,8 @@ class ThreadEvents:
         self.makes_llama = False  # cudalint.core.ir.ModuleIR.makes_llama
         self.serial_attrs: set[tuple[str, str]] = set()  # (class, attribute) holding a one-worker pool
         self.concurrent_specs = concurrent_calls.specs(self.cat)
+        self.return_types: dict[str, set] = {}  # function -> the local classes its returns build
+        self._awaits: Optional[set] = None  # ids of the calls directly awaited
 
     # ---------- where an object lives ----------------------------------------------------------
     def ref(self, expr: ast.AST, scope: "_Scope") -> Optional[str]:
@@ -239,6 +241,10 @@ class ThreadEvents:
             out.append(self.event("bind", stmt, (r, origin)))
 
     def return_data(self, value: Optional[ast.expr], scope: "_Scope") -> tuple:
+        if scope.qualname:
+            typ = self.type_of_value(value, scope) if value is not None else None
+            made = typ if typ and typ.startswith(":") and typ[1:] in self.classes else None
+            self.return_types.setdefault(scope.qualname, set()).add(made)
         if value is None:
             return ()
         o = self.origin(value, scope)
@@ -313,7 +319,7 @@ class ThreadEvents:
             if conc:
                 out.append(self.event("concurrency", call, (api.name, conc_val)))
             return
-        exprs, several = _work_exprs(call, slots)
+        exprs, several = concurrent_calls.work_exprs(call, slots)
         serial = self._serial_receiver(call, scope, api)
         for expr in exprs:
             target, recv, obj = self.thread_target(expr, scope, out)
@@ -323,9 +329,15 @@ class ThreadEvents:
             conc = conc_val
             if serial:
                 many, conc = "", f"serial:{serial}"  # one worker: the work runs one at a time
-            waits = "1" if api.get("thread_waits") else ""
+            waits = ("await" if self._awaited(call) else "1") if api.get("thread_waits") else ""
             args = tuple(self.ref(a, scope) or container_refs.repeated(self, a, scope) or "" for a in self._thread_args(call, expr))
             out.append(self.event("thread_start", call, (api.name, target, recv, obj, many, waits, args, conc)))
+
+    def _awaited(self, call: ast.Call) -> bool:
+        """`await asyncio.to_thread(...)` itself (not one of several handed to `gather`)."""
+        if self._awaits is None:
+            self._awaits = {id(n.value) for n in ast.walk(self._tree) if type(n) is ast.Await} if self._tree is not None else set()
+        return id(call) in self._awaits
 
     def _thread_args(self, call: ast.Call, target: ast.expr) -> list:
         for k in call.keywords:
@@ -388,6 +400,14 @@ class ThreadEvents:
                 r = self.ref(arg.value, scope)
                 if r:
                     refs.append((slot, r))
+            elif type(arg.value) in (ast.Call, ast.Await):
+                # `Session(Llama(...))`: the object made inline is held by a name of its own, as
+                # if it had been assigned first (`llm = Llama(...); Session(llm)`)
+                o = self.origin(arg.value, scope)
+                if o and o.startswith(("new:", "c:")):
+                    r = f"v:{scope.qualname}:<arg {arg.value.lineno}:{arg.value.col_offset}>"
+                    out.append(self.event("bind", arg.value, (r, o)))
+                    refs.append((slot, r))
         if refs:
             out.append(self.event("call_refs", call, (q, tuple(refs))))
 
@@ -448,24 +468,6 @@ def _defaults(args: ast.arguments) -> list[tuple[ast.arg, ast.expr]]:
 def _name_of(param: ast.arg) -> Located:
     """Where a parameter's name is written (`ast.arg` spans its annotation too)."""
     return Span(param.lineno, param.col_offset, param.lineno, param.col_offset + len(param.arg.encode("utf-8")))
-
-
-def _work_exprs(call: ast.Call, slots: str) -> tuple[list, bool]:
-    """The arguments holding the work, and whether one call hands over several pieces at once.
-    `"*"` (`asyncio.gather(a(), b())`, `gather(*(f(x) for x in xs))`): every positional argument,
-    a starred one or a comprehension standing for many."""
-    if slots != "*":
-        expr = arg_expr(call, slots)
-        return ([expr] if expr is not None else []), False
-    out = []
-    several = len(call.args) > 1
-    for expr in call.args:
-        if type(expr) is ast.Starred:
-            expr, several = expr.value, True  # type: ignore[attr-defined]
-        if type(expr) in (ast.GeneratorExp, ast.ListComp, ast.SetComp):
-            expr, several = expr.elt, True  # type: ignore[attr-defined]
-        out.append(expr)
-    return out, several
 
 
 def _offload(api: Api, call: ast.Call) -> str:
