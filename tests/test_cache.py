@@ -166,7 +166,9 @@ def test_a_package_init_that_goes_away_changes_what_the_cache_gives(tmp_path: Pa
     not from its bytes: deleting one leaves every other file's stamp as it was, and the index must
     not hand back the key (and so the summary, the findings) of the module the file was before. The
     shape: /work/judge/miss/cache_stale_1 (a FastAPI app whose `core/` lost its `__init__.py`), and
-    the same with the `__init__.py` above the linted folder, which is not among the inputs at all."""
+    the same with the `__init__.py` above the linted folder, which is not among the inputs at all.
+    The name decides the finding: `from core.llm import ...` in svc/ finds lib/core/llm.py by its
+    name only while lib/ is no package (no folder above svc/ holds core/)."""
     llm = (
         "from llama_cpp import Llama\n\n\ndef load_model():\n    global llm\n    llm = Llama(model_path='m.gguf')\n\n\n"
         "def run_completion(prompt):\n    return llm(prompt=prompt)\n"
@@ -175,23 +177,21 @@ def test_a_package_init_that_goes_away_changes_what_the_cache_gives(tmp_path: Pa
         "from fastapi import APIRouter\nfrom core.llm import run_completion\nrouter = APIRouter()\n\n\n"
         "@router.post('/chat')\ndef chat(message: str):\n    return run_completion(message)\n"
     )
-    main = (
-        "from fastapi import FastAPI\nfrom core.llm import load_model\nfrom routers.chat import router\n"
-        "app = FastAPI()\napp.include_router(router)\n\n\n@app.on_event('startup')\ndef startup():\n    load_model()\n"
-    )
+    main = "from fastapi import FastAPI\nfrom core.llm import load_model\n\napp = FastAPI()\nload_model()\n"
     for linted in ("app", "app/src"):
         root = tmp_path / linted.replace("/", "_") / "app"
         src = root / "src" if linted == "app/src" else root
-        (src / "core").mkdir(parents=True)
-        (src / "routers").mkdir()
-        (src / "core" / "llm.py").write_text(llm)
-        (src / "routers" / "chat.py").write_text(chat)
-        (src / "main.py").write_text(main)
-        (src / "core" / "__init__.py").touch()
-        # `app/src`: its parts are linted, and `src/__init__.py` is not among them
-        init = src / "core" / "__init__.py" if linted == "app" else src / "__init__.py"
+        (src / "lib" / "core").mkdir(parents=True)
+        (src / "svc" / "routers").mkdir(parents=True)
+        (src / "lib" / "core" / "llm.py").write_text(llm)
+        (src / "lib" / "core" / "__init__.py").touch()
+        (src / "svc" / "routers" / "__init__.py").touch()
+        (src / "svc" / "routers" / "chat.py").write_text(chat)
+        (src / "svc" / "main.py").write_text(main)
+        # `app/src`: its parts are linted, and `lib/__init__.py` is not among them
+        init = src / "lib" / "__init__.py"
         init.touch()
-        targets = ["app"] if linted == "app" else ["app/src/core", "app/src/routers", "app/src/main.py"]
+        targets = ["app"] if linted == "app" else ["app/src/lib/core", "app/src/svc"]
         monkeypatch.chdir(root.parent)
         cache_dir = root.parent / "cache"
         with_init = lint_paths(targets, cache=Cache.open(cache_dir, load_catalogue()))
