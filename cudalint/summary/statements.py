@@ -272,8 +272,12 @@ class _Statements:
     def _bind(self, target: ast.expr, value: Optional[ast.expr], scope: _Scope) -> None:
         kind = type(target)
         if kind is ast.Tuple or kind is ast.List:
-            for el in target.elts:  # type: ignore[attr-defined]
-                self.bind(el.value if type(el) is ast.Starred else el, None, scope)
+            elts = target.elts  # type: ignore[attr-defined]
+            # `b1, b2 = gr.Button(), gr.Button()`: each name gets its own value (and so its type)
+            # (calls only: `a, b = b, a` swaps, which binding one after the other would not)
+            pairs = type(value) in (ast.Tuple, ast.List) and len(value.elts) == len(elts) and all(type(e) is ast.Call for e in value.elts) and not any(type(e) is ast.Starred for e in elts)  # type: ignore[union-attr]
+            for i, el in enumerate(elts):
+                self.bind(el.value if type(el) is ast.Starred else el, value.elts[i] if pairs else None, scope)  # type: ignore[union-attr]
             return
         if kind is not ast.Name:
             return
