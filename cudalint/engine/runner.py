@@ -3,9 +3,8 @@
 Two passes over the files, each in worker processes when there are many:
 1. scan every file's bytes (cudalint.scan.select) and hash them (the cache key);
 2. summarize the files the prefilter selects. The scan ran CPython's own parser over every file, so
-   a skipped file with a syntax error still gets its CUD900. A file whose effects may be judged is
-   summarized in pass 1 already, from the scan's syntax tree (it is almost always selected; the
-   summary of one that is not is dropped, and stays in the cache).
+   a skipped file with a syntax error still gets its CUD900. A file whose own effects are judged is
+   summarized in pass 1 already, from the scan's syntax tree (it is always selected).
 
 Workers are started with the spawn method (no state inherited from the parent) and receive paths.
 They send back their results (module IR, CUD900 findings, scans as lists) pickled, through the pool's
@@ -182,9 +181,8 @@ def load_files(
             want = info.path in chosen
             if not want and info.path not in broken:
                 continue
-            made = early.pop(info.path, None)  # (one not chosen after all is dropped here)
-            if want and made is not None:
-                results[info.path] = made
+            if want and info.path in early:
+                results[info.path] = early[info.path]
                 summarized += 1
                 if cache is not None and info.cached:
                     cache.misses += 1  # (made, and cached, while the file was scanned)
@@ -193,7 +191,6 @@ def load_files(
                 stored.append(info)
             else:
                 work.append((info, keys[info.path], want, salt))
-        early.clear()
         fresh = [i for i in stored if i.path in before]  # compared with their old summaries below
         run_key, summarized = _summarize(pool, cache, fresh, work, keys, salt, chosen, results, run_key, summarized, cache_dir)
         cut_key = ""
@@ -307,7 +304,7 @@ def _scan_task(
     calls: bool = True,
     stops: bool = True,
 ) -> tuple[str, str, Any, Optional[tuple[int, int]], Any]:
-    """(path, key, scan, stamp, summary). A file `select` will likely choose (its effects may be
+    """(path, key, scan, stamp, summary). A file `select` will surely choose (its own effects are
     judged) is summarized right here from the scan's syntax tree: one parse instead of two.
     `calls`/`stops`: which halves of the scan to make (cudalint.scan.scanner.scan_tree)."""
     info, salt = item
@@ -322,7 +319,7 @@ def _scan_task(
     if isinstance(data, Finding):
         return info.path, "", data, None, None
     from cudalint.scan.scanner import scan_tree
-    from cudalint.scan.select import likely_selected
+    from cudalint.scan.select import surely_selected
 
     key = Cache.make_key(salt, info.path, info.module, data)
     catalogue = _catalogue(extra)
@@ -330,7 +327,7 @@ def _scan_task(
     found, tree = _deep(lambda: scan_tree(data, catalogue, info.module, info.is_package, calls=calls, stops=stops))
     summary = None
     # (the scan parsed the bytes with every line end made `\n`: the summary wants the file's own)
-    if tree is not None and judged and likely_selected(found.kinds, judged) and b"\r" not in data:
+    if tree is not None and judged and surely_selected(found.kinds, judged) and b"\r" not in data:
         summary = _summary_of_tree(info, key, salt, data, tree, catalogue, cache_dir)
     return info.path, key, _scan_raw(found), stamp, summary
 

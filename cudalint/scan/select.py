@@ -115,12 +115,11 @@ def _wanted(judged: set[str]) -> set[str]:
 _PROJECT_WIDE = frozenset({"cuda_sink", "nvml_sink", "cuda_source", "thread"})
 
 
-def likely_selected(kinds: Iterable[str], judged: Iterable[str]) -> bool:
-    """Whether `select` will likely choose a file with these (its scan's) kinds, known during its
-    scan: then its summary is made from the scan's tree. A second parse of each chosen file cost
-    more than the few summaries made for nothing (timm: 64 of 201, deepspeed: 1 of 740)."""
-    judged = set(judged)
-    return not set(kinds).isdisjoint(_wanted(judged) | judged | (_PROJECT_WIDE if "gpu_index" in judged else set()))
+def surely_selected(kinds: Iterable[str], judged: Iterable[str]) -> bool:
+    """Whether `select` chooses a file with these (its scan's) kinds whatever the other files hold:
+    its own effects are judged. Known during the file's scan, so its summary can be made from the
+    same syntax tree."""
+    return not (set(kinds) - _PROJECT_WIDE).isdisjoint(_wanted(set(judged)))
 
 
 def _select_coarse(scans: Mapping[str, Scan], kinds: Mapping[str, set[str]], edges, importers, relevant: set[str]) -> set[str]:
