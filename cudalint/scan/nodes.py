@@ -7,6 +7,8 @@ import ast
 import warnings
 from typing import Iterable, Optional
 
+from cudalint.core.walk import nodes as _nodes
+
 
 def _ast(data: bytes) -> Optional[ast.Module]:
     try:
@@ -15,37 +17,6 @@ def _ast(data: bytes) -> Optional[ast.Module]:
             return compile(data, "<cudalint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
-
-
-_DEPRECATED = frozenset({"Num", "Str", "Bytes", "NameConstant", "Ellipsis", "Index", "ExtSlice", "Suite", "AugLoad", "AugStore", "Param"})
-# node type -> the fields that may hold nodes (a constant's value never does; ctx is Load/Store)
-_FIELDS: dict[type, tuple[str, ...]] = {
-    cls: () if cls is ast.Constant else tuple(f for f in cls._fields if f != "ctx")
-    for cls in (getattr(ast, n) for n in dir(ast) if n not in _DEPRECATED)
-    if isinstance(cls, type) and issubclass(cls, ast.AST)
-}
-
-
-def _nodes(root: object) -> list:
-    """Every node under `root` (itself included), in no particular order: ast.walk's work without
-    its generators (the scan's walks were a third of its time)."""
-    out: list = []
-    stack = list(root) if type(root) is list else [root]  # (a list: of statements)
-    pop, push, extend, append = stack.pop, stack.append, stack.extend, out.append
-    fields_of = _FIELDS
-    while stack:
-        n = pop()
-        fields = fields_of.get(type(n))
-        if fields is None:
-            continue  # a name in a list of names, a None in a list of defaults
-        append(n)
-        for f in fields:
-            v = getattr(n, f, None)
-            if type(v) is list:
-                extend(v)
-            elif v is not None:
-                push(v)
-    return out
 
 
 def _names(node: object, uses: bool = False) -> Iterable[bytes]:

@@ -15,6 +15,7 @@ from cudalint.core.ir import Event, Node
 from cudalint.core.positions import Located, span
 from cudalint.summary.syntax import _STDLIB, _env_conditions, dotted, literal
 from cudalint.core.values import value_info
+from cudalint.core.walk import nodes
 from cudalint.summary.driven import DRIVES, consumed_args
 
 if TYPE_CHECKING:
@@ -159,9 +160,10 @@ class _CallEvents:
         if expr is None:
             return set()
         found = static_guards.env_reads(expr, lambda e: self.is_env(e, scope), lambda e: self.key_of(e, scope))
-        for node in ast.walk(expr):
-            if type(node) is ast.Name:
-                found |= scope.env_value_of(node.id)
+        if any(sc.env_values for sc in scope.chain()):  # (else no name holds a read: most binds)
+            for node in nodes(expr):
+                if type(node) is ast.Name:
+                    found |= scope.env_value_of(node.id)
         return found
 
     def dict_env_events(self, value: ast.Dict, scope: _Scope, out: list[Node]) -> None:

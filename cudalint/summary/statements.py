@@ -356,7 +356,7 @@ class _Statements:
             decorators=self.decorator_names(node, scope),
             params=params,
             is_generator=is_generator,
-            returns=labels.freeze(labels.in_order(self.return_labels.get(qualname, ()))),
+            returns=labels.freeze(labels.in_order(self.return_labels.get(qualname, ())), self._frozen),
         )
 
     def classdef(self, node: ast.ClassDef, scope: _Scope, out: list[Node]) -> None:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import ast
 from typing import Callable, Iterable, Mapping, Optional
 
+from cudalint.core.walk import nodes
+
 _TYPE_CHECKING = frozenset({"typing.TYPE_CHECKING", "typing_extensions.TYPE_CHECKING"})
 _CONSTANTS = (bool, int, str, type(None))
 
@@ -107,7 +109,7 @@ def env_reads(expr: Optional[ast.AST], is_env: Callable[[ast.AST], bool], key: C
     out: set[str] = set()
     if expr is None:
         return out
-    for node in ast.walk(expr):
+    for node in nodes(expr):
         kind = type(node)
         if kind is ast.Subscript and is_env(node.value):  # type: ignore[attr-defined]
             out.add(key(node.slice))  # type: ignore[attr-defined]

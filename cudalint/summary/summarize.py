@@ -53,6 +53,7 @@ class _Summarizer(_Statements, _CallEvents, ThreadEvents):
         self._env_guards: list[set] = []  # variables the enclosing `if` tests read (cudalint.summary.static_guards)
         self._driven: set[int] = set()  # ids of the calls whose generator runs where they are (summary.driven)
         self.output_files: dict[str, object] = {}  # file name -> the label of the tool output redirected to it (cudalint.summary.labels)
+        self._frozen: dict = {}  # labels.freeze's memo: one summary's labels recur in many events
 
     def drive(self, expr: ast.AST) -> None:
         """`expr`'s value is iterated or entered where it is: a generator call in it runs its body."""
@@ -62,7 +63,7 @@ class _Summarizer(_Statements, _CallEvents, ThreadEvents):
     def event(self, kind: str, node: Located, data: tuple = (), text: Optional[str] = None) -> Event:
         if text is None:
             text = self.lines.text(node)
-        return Event(kind=kind, loc=self.lines.loc(node), text=text, data=labels.freeze(data))
+        return Event(kind=kind, loc=self.lines.loc(node), text=text, data=labels.freeze(data, self._frozen))
 
     def text(self, node: Optional[Located]) -> str:
         return self.lines.text(node)

@@ -115,14 +115,30 @@ class _Scope:
                 return frozenset()  # rebound here without labels
         return frozenset()
 
+    # (loops, not `chain()`: these run for every name the summarizer qualifies)
     def lookup_def(self, name: str) -> Optional[str]:
-        return next((scope.defs[name] for scope in self.chain() if name in scope.defs), None)
+        scope: Optional[_Scope] = self
+        while scope is not None:
+            if name in scope.defs:
+                return scope.defs[name]
+            scope = scope.parent
+        return None
 
     def lookup_type(self, name: str) -> Optional[str]:
-        return next((scope.types[name] for scope in self.chain() if name in scope.types), None)
+        scope: Optional[_Scope] = self
+        while scope is not None:
+            if name in scope.types:
+                return scope.types[name]
+            scope = scope.parent
+        return None
 
     def lookup_const(self, name: str) -> object:
-        return next((scope.consts[name] for scope in self.chain() if name in scope.consts), _UNKNOWN)
+        scope: Optional[_Scope] = self
+        while scope is not None:
+            if name in scope.consts:
+                return scope.consts[name]
+            scope = scope.parent
+        return _UNKNOWN
 
     def env_value_of(self, name: str) -> frozenset:
         """The variables whose value `name` holds (read from the environment here or in an enclosing scope)."""
@@ -134,7 +150,12 @@ class _Scope:
         return frozenset()
 
     def is_env_alias(self, name: str) -> bool:
-        return any(name in scope.env_aliases for scope in self.chain())
+        scope: Optional[_Scope] = self
+        while scope is not None:
+            if name in scope.env_aliases:
+                return True
+            scope = scope.parent
+        return False
 
     def all_consts(self) -> "_Consts":
         """The constants visible here, inner scopes first (a view: most expressions name none)."""
