@@ -62,6 +62,7 @@ class Project:
     by_name: dict[str, list[ModuleIR]] = field(default_factory=dict)
     by_path: dict[str, ModuleIR] = field(default_factory=dict)
     _resolved: dict = field(default_factory=dict, repr=False)  # (importer's path, name) -> module
+    _bindings: dict = field(default_factory=dict, repr=False)  # module path -> its reexports as a dict
 
     def __post_init__(self) -> None:
         for mod in self.modules:
@@ -147,7 +148,10 @@ class Project:
         """`qualname` bound in `mod` by an import (`from .real import init` in a package's
         `__init__.py`, a shim module's `from real import init as start`): where it really is."""
         head, dot, rest = qualname.partition(".")
-        target = dict(mod.reexports).get(head)
+        bound = self._bindings.get(mod.path)
+        if bound is None:
+            bound = self._bindings[mod.path] = dict(mod.reexports)  # once per module, not per lookup
+        target = bound.get(head)
         if target is None:
             return None
         seen = seen if seen is not None else set()
