@@ -70,12 +70,19 @@ def test_each_module_top_level_walked_once(tmp_path: Path, monkeypatch) -> None:
 
 
 def test_imported_modules_are_one_shared_set() -> None:
-    a = facts.add_imported({}, frozenset({"a.py"}))
-    b = facts.add_imported(a, frozenset({"a.py"}))
+    # a module is a bit (cudalint.analysis.flow.Analyzer.bit); bits past 256 are ints Python does not cache
+    one, two = 1 << 300, 1 << 301
+    a = facts.add_imported({}, one)
+    b = facts.add_imported(a, one)
     assert b is a  # nothing new imported: the same state, no copy
-    joined = facts.join([a, facts.add_imported({}, frozenset({"b.py"}))])
-    assert facts.imported(joined) == {"a.py", "b.py"}
+    joined = facts.join([a, facts.add_imported({}, two)])
+    assert facts.imported(joined) == one | two
     assert facts.imported(facts.join([a, {}])) is facts.imported(a)
+    assert facts.imported(facts.join([{}, a])) is facts.imported(a)
+    both = facts.add_imported(a, two)
+    assert facts.imported(facts.join([both, a])) is facts.imported(both)  # a subset joins into the larger set itself
+    assert facts.imported(facts.join([a, both])) is facts.imported(both)
+    assert facts.add_imported(both, one) is both
 
 
 def test_labels_nest_no_deeper_than_the_bound() -> None:

@@ -43,7 +43,7 @@ class Exposed:
     # the project modules (paths) whose top level, run by an import on the way, holds the event: it
     # happens only where none of them was imported before (a module's top level runs once per process;
     # a later import, also a function-local one, finds it in sys.modules and runs nothing)
-    fresh: frozenset = frozenset()
+    fresh: int = 0  # (a bit per module: cudalint.analysis.facts.IMPORTED)
 
     @property
     def chain(self) -> tuple[Step, ...]:
@@ -122,6 +122,8 @@ class Analyzer:
         self.in_progress: set[tuple[str, str]] = set()
         self.findings: dict[tuple, Finding] = {}
         self.decided: set[tuple] = set()  # (check, path, event location) that already made its finding
+        # a module's bit in the sets of modules whose top level ran (cudalint.analysis.facts.IMPORTED)
+        self.bit: dict[str, int] = {path: 1 << i for i, path in enumerate(sorted({m.path for m in project.modules}))}
 
     @cached_property
     def index(self) -> "ProjectIndex":
@@ -279,13 +281,13 @@ class Analyzer:
                 if target is None or target is w.mod:
                     continue
                 # a module's top level runs once per process: a second import finds it in sys.modules
-                if target.path in imported(state):
+                if imported(state) & self.bit[target.path]:
                     continue
                 summary = self.module_summary(target)
                 state = self.apply(summary, ev, state, w, f"{ev.text} runs {target.path}'s top level", target.path)
                 if state is None:
                     return None
-                state = add_imported(state, frozenset((target.path,)))
+                state = add_imported(state, self.bit[target.path])
         elif kind == "call":
             target = self.project.resolve_symbol(ev.data[0], w.mod)
             if target is not None:
@@ -372,18 +374,18 @@ class Analyzer:
         """The callee's `summary` at the call (or import of `module`, a path) `ev`, in `state`."""
         step = Step(w.mod.path, ev.loc[0], note)
         done = imported(state)
-        marks: dict[frozenset, frozenset] = {}  # an event's `fresh`, with `module` added: shared
+        marks: dict[int, int] = {}  # an event's `fresh`, with `module` added: shared
         # facts derived in this caller's state from the callee's events so far, in their order
         # (the caller may hold facts the callee could not see, e.g. the start method it set)
         extra: State = {}
         views: dict[int, object] = {}  # id(callee's state) -> seen(here, it): events in a row share a state
         here: State = state
         for inner in summary.exposed:
-            if inner.fresh and not done.isdisjoint(inner.fresh):
+            if done & inner.fresh:
                 continue  # inside the top level of a module this path imported already: it does not run again
             fresh = inner.fresh
             if module is not None:
-                fresh = marks.get(fresh) or marks.setdefault(fresh, fresh | {module})
+                fresh = marks.get(fresh) or marks.setdefault(fresh, fresh | self.bit[module])
             link = (step, inner.link)
             if len(here) != len(state) + len(extra):  # (extra holds only keys state lacks)
                 here = {**extra, **state}

@@ -27,6 +27,7 @@ from cudalint.core.ir import ModuleIR
 from cudalint.core.project import module_name
 from cudalint.core.deep import call_roomy as _deep
 from cudalint.engine.gc_pause import paused_gc
+from cudalint.engine.lean import Lean
 from cudalint.safepath import enter, trusted_cwd
 
 if TYPE_CHECKING:
@@ -99,6 +100,7 @@ def load_files(
     info_of = {i.path: i for i in infos}
     pool = _Pool(jobs if len(infos) >= PARALLEL_MIN_FILES else 1, tuple(extend_catalogue), catalogue, cores=jobs)
     cache_dir = str(cache.directory) if cache is not None else None
+    lean = Lean()  # (the thread model's events, while no module makes a llama.cpp context: cudalint.engine.lean)
     try:
         # pass 1: keys and scans (from the cache's index when the file's mtime and size are unchanged)
         keys: dict[str, str] = {}
@@ -117,7 +119,9 @@ def load_files(
             else:
                 todo.append(info)
 
-        early: dict[str, Any] = {}  # summaries made in pass 1, from the scan's own syntax tree
+        # summaries made in pass 1, from the scan's own syntax tree; from a worker still pickled (`_run_chunk`):
+        # as objects beside the scans and the selection's memos they made vllm's peak (388 of 418 MB)
+        early: dict[str, Any] = {}
 
         def scan_all(todo: list[FileInfo]) -> None:
             for path, key, raw, stamp, summary in pool.map_scans([(i, salt) for i in todo], judged=tuple(judged) if prefilter else (), cache_dir=cache_dir):
@@ -133,7 +137,7 @@ def load_files(
                     elif info_of[path].text is not None:  # an editor's buffer: its selection is reused too
                         digests[path] = scan_digest(raw)
                     if summary is not None:
-                        early[path] = summary
+                        early[path] = summary if type(summary) is tuple else lean(path, summary, hold=path in before)
 
         scan_all(todo)
         run_key = ""
@@ -175,6 +179,7 @@ def load_files(
         work: list[tuple[FileInfo, str, bool, str]] = []
         stored: list[FileInfo] = []  # unchanged, summarized before: read only if no earlier run answers
         summarized = 0
+        unpack = _unpacker()
         for info in infos:
             if info.path not in present:
                 continue
@@ -182,7 +187,7 @@ def load_files(
             if not want and info.path not in broken:
                 continue
             if want and info.path in early:
-                results[info.path] = early[info.path]
+                results[info.path] = lean(info.path, unpack(early.pop(info.path)), hold=info.path in before)
                 summarized += 1
                 if cache is not None and info.cached:
                     cache.misses += 1  # (made, and cached, while the file was scanned)
@@ -191,8 +196,11 @@ def load_files(
                 stored.append(info)
             else:
                 work.append((info, keys[info.path], want, salt))
+        early.clear()  # (of files not chosen after all)
+        del unpack
         fresh = [i for i in stored if i.path in before]  # compared with their old summaries below
-        run_key, summarized = _summarize(pool, cache, fresh, work, keys, salt, chosen, results, run_key, summarized, cache_dir)
+        keep = lambda path, value: lean(path, value, hold=path in before)  # noqa: E731
+        run_key, summarized = _summarize(pool, cache, fresh, work, keys, salt, chosen, results, run_key, summarized, cache_dir, keep)
         cut_key = ""
         if cache is not None and cutoff and run_salt is not None and run_key:
             names = run_keys.summary_names(cache, infos, results, before, keys, present, chosen, broken)
@@ -202,7 +210,19 @@ def load_files(
                 cache.save_index()
                 return Loaded(modules=[], problems=[], run_key=run_key, reused=reused, summary_key=cut_key, cut=True)
         rest = [i for i in stored if i.path not in results]
-        run_key, summarized = _summarize(pool, cache, rest, [], keys, salt, chosen, results, run_key, summarized, cache_dir)
+        run_key, summarized = _summarize(pool, cache, rest, [], keys, salt, chosen, results, run_key, summarized, cache_dir, keep)
+        # (compared whole with their earlier summaries above; now as lean as the others)
+        for path in before:
+            if path in results:
+                results[path] = lean(path, results[path])
+        again = {p for p in lean.repair() if p in results}  # a module makes a llama.cpp context: every summary whole
+        if again:
+            for path in again:
+                del results[path]
+            whole = [i for i in infos if i.path in again]
+            stored_again = [i for i in whole if cache is not None and i.cached]
+            work_again = [(i, keys[i.path], True, salt) for i in whole if not (cache is not None and i.cached)]
+            run_key, _ = _summarize(pool, cache, stored_again, work_again, keys, salt, chosen, results, run_key, 0, cache_dir)
     finally:
         pool.close()
     modules: list[ModuleIR] = []
@@ -226,15 +246,16 @@ def load_files(
     return Loaded(modules=modules, problems=out_problems, summarized=summarized, skipped=skipped, run_key=run_key, summary_key=cut_key)
 
 
-def _summarize(pool: "_Pool", cache: Optional[Cache], stored: list[FileInfo], work: list, keys: dict[str, str], salt: str, chosen: set[str], results: dict[str, Any], run_key: str, summarized: int, cache_dir: Optional[str]) -> tuple[str, int]:
-    """Into `results`: the summaries of `stored` from the cache (or made again), and of `work`.
-    Returns the run key ("" when a file changed while this run read it) and the count made."""
+def _summarize(pool: "_Pool", cache: Optional[Cache], stored: list[FileInfo], work: list, keys: dict[str, str], salt: str, chosen: set[str], results: dict[str, Any], run_key: str, summarized: int, cache_dir: Optional[str], keep: Callable[[str, Any], Any] = lambda _path, value: value) -> tuple[str, int]:
+    """Into `results`: the summaries of `stored` from the cache (or made again), and of `work`, as
+    `keep` makes them (cudalint.engine.lean). Returns the run key ("" when a file changed while this
+    run read it) and the count made."""
     work = list(work)
     for info in stored:
         # the same entries as cudalint.api.load_module (and so the flake8 plugin) reads and writes
         hit = _deep(lambda: cache.get(keys[info.path])) if cache is not None else None
         if hit is not None:
-            results[info.path] = hit
+            results[info.path] = keep(info.path, hit)
         else:
             work.append((info, keys[info.path], True, salt))
     for path, result, changed in pool.map(_summary_task, work, cache_dir=cache_dir):
@@ -242,7 +263,7 @@ def _summarize(pool: "_Pool", cache: Optional[Cache], stored: list[FileInfo], wo
             run_key = ""
         if result is None:
             continue
-        results[path] = result
+        results[path] = keep(path, result)
         summarized += path in chosen
     return run_key, summarized
 
@@ -378,7 +399,38 @@ def _run_chunk(fn_name: str, items: list, extra: tuple[str, ...], kwargs: dict) 
     fn = globals()[fn_name]
     with paused_gc():
         results = [fn(item, extra, **kwargs) for item in items]
+        if fn_name == "_scan_task":
+            # the early summaries stay bytes until the selection is made (`load_files`): one pickle for the
+            # chunk's, which share their strings and positions (cudalint.summary.summarize._SHARED)
+            made = [r[4] for r in results if type(r[4]) is ModuleIR]
+            if made:
+                blob = _deep(lambda: pickle.dumps(made, protocol=pickle.HIGHEST_PROTOCOL))
+                at = iter(range(len(made)))
+                results = [(*r[:4], (blob, next(at))) if type(r[4]) is ModuleIR else r for r in results]
         return _deep(lambda: pickle.dumps(results, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def _unpacker() -> Callable[[Any], Any]:
+    """An early summary as `_run_chunk` packed it ((its chunk's pickle, its place)) made an object,
+    each chunk's pickle loaded once; an object stays itself."""
+    import pickle
+
+    loaded: dict[int, tuple[bytes, list]] = {}
+
+    def unpack(value: Any) -> Any:
+        if type(value) is not tuple:
+            return value
+        blob, at = value
+        hit = loaded.get(id(blob))
+        if hit is None:
+            hit = loaded[id(blob)] = (blob, _deep(lambda: pickle.loads(blob)))
+        made = hit[1]
+        out, made[at] = made[at], None  # (the caller keeps it stripped: cudalint.engine.lean)
+        if not any(made):
+            del loaded[id(blob)]
+        return out
+
+    return unpack
 
 
 class _Pool:

@@ -28,6 +28,9 @@ from cudalint.summary.syntax import (
 NOQA_RE = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 
 
+_SHARED: dict = {}
+
+
 class _Summarizer(_Statements, _CallEvents, ThreadEvents):
     def __init__(self, source: str, path: str, modname: str, catalogue: Catalogue, is_package: bool):
         self.lines = Lines(source)
@@ -63,7 +66,8 @@ class _Summarizer(_Statements, _CallEvents, ThreadEvents):
     def event(self, kind: str, node: Located, data: tuple = (), text: Optional[str] = None) -> Event:
         if text is None:
             text = self.lines.text(node)
-        return Event(kind=kind, loc=self.lines.loc(node), text=text, data=labels.freeze(data, self._frozen))
+        loc = self.lines.loc(node)
+        return Event(kind=kind, loc=_SHARED.setdefault(loc, loc), text=_SHARED.setdefault(text, text), data=labels.freeze(data, self._frozen))
 
     def text(self, node: Optional[Located]) -> str:
         return self.lines.text(node)
