@@ -1,0 +1,130 @@
+"""Summaries without the thread model's events (cudalint.engine.lean): stripped while no module makes
+a llama.cpp context, read again whole when one does, compared whole when a file changed; the same
+findings every way (serial, workers, cache cold and warm, touched)."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from cudalint.api import lint_paths
+from cudalint.core.catalogue import load_catalogue
+from cudalint.core.ir import ModuleIR, iter_events
+from cudalint.engine import runner
+from cudalint.engine.cache import Cache
+from cudalint.engine.lean import THREAD_ONLY, strip
+from cudalint.summary.from_bytes import _summarize_bytes
+from tests.fixture_expectations import FIXTURES
+
+# threads and a lock around a plain object, in a project with no llama.cpp context (the shape of
+# vllm's executor code, where these events were a third of the summaries)
+POOL = """import threading
+
+lock = threading.Lock()
+jobs = []
+
+
+def run(job):
+    with lock:
+        jobs.append(job)
+    return job
+
+
+def start(job):
+    t = threading.Thread(target=run, args=(job,))
+    t.start()
+    return t
+"""
+
+
+def _kinds(mod: ModuleIR) -> set[str]:
+    bodies = [mod.top] + [fn.body for fn in mod.functions.values()]
+    return {ev.kind for body in bodies for ev in iter_events(body)}
+
+
+def _returns_with_data(mod: ModuleIR) -> int:
+    bodies = [mod.top] + [fn.body for fn in mod.functions.values()]
+    return sum(1 for body in bodies for ev in iter_events(body) if ev.kind == "return" and ev.data)
+
+
+def _lines(result) -> list[str]:
+    return [f"{Path(f.path).name}:{f.line}:{f.column}: {f.code} {f.message}" for f in result.findings]
+
+
+def test_strip_removes_the_thread_events_and_keeps_the_rest(tmp_path: Path) -> None:
+    full = _summarize_bytes("pool.py", POOL.encode(), "pool", False, load_catalogue())
+    assert isinstance(full, ModuleIR)
+    assert {"thread_start", "lock_enter", "lock_exit", "bind"} <= _kinds(full)
+    lean = strip(full)
+    assert not _kinds(lean) & THREAD_ONLY
+    assert _kinds(lean) == _kinds(full) - THREAD_ONLY
+    assert _returns_with_data(lean) == 0 and "return" in _kinds(lean)
+    assert strip(lean) is lean  # nothing left to strip: the same object
+
+
+def test_a_project_without_llama_is_analyzed_from_lean_summaries(tmp_path: Path) -> None:
+    (tmp_path / "pool.py").write_text(POOL)
+    loaded = runner.load_files([str(tmp_path / "pool.py")], load_catalogue(), jobs=1, prefilter=False, run_salt=None)
+    (mod,) = loaded.modules
+    assert _kinds(mod) == {"import_lib", "return"}  # (thread_start, lock_enter, lock_exit, bind: gone)
+
+
+def _llama_project(tmp_path: Path, fillers: int) -> Path:
+    """fixtures/CUD101/injected_global (DriveCoach-AI), whose uses (app.py, backend/llm_engine.py) come
+    before the module that makes the context (backend/load_llm.py), with `fillers` modules before them
+    all: enough for the worker processes and their packed early summaries."""
+    src = tmp_path / "proj"
+    shutil.copytree(FIXTURES / "CUD101" / "injected_global", src)
+    for i in range(fillers):
+        (src / f"aa_filler_{i:03d}.py").write_text(POOL if i % 2 else "import os\n\nos.environ['CUDA_VISIBLE_DEVICES'] = '0'\n")
+    return src
+
+
+def test_a_context_made_after_the_uses_were_stripped_finds_them(tmp_path: Path) -> None:
+    src = _llama_project(tmp_path, fillers=70)
+    serial = _lines(lint_paths([str(src)], jobs=1))
+    assert any(" CUD101 " in line and line.startswith("llm_engine.py:19:") for line in serial)
+    assert _lines(lint_paths([str(src)], jobs=2)) == serial
+    cold = _lines(lint_paths([str(src)], jobs=2, cache=Cache.open(tmp_path / "c", load_catalogue())))
+    warm_cache = Cache.open(tmp_path / "c", load_catalogue())
+    warm = _lines(lint_paths([str(src)], jobs=2, cache=warm_cache))
+    assert cold == warm == serial
+    assert warm_cache.runs_reused == 1
+    # the module that makes the context is edited: every other summary comes from the cache, stripped
+    # while no context is seen, and whole again once load_llm.py's summary says it makes one
+    engine = src / "backend" / "load_llm.py"
+    engine.write_text(engine.read_text() + "\n\ndef unused():\n    return 1\n")
+    touched_cache = Cache.open(tmp_path / "c", load_catalogue())
+    touched = _lines(lint_paths([str(src)], jobs=2, cache=touched_cache))
+    assert touched == serial == _lines(lint_paths([str(src)], jobs=1))
+    assert touched_cache.runs_reused == 0
+
+
+def test_the_loaded_summaries_are_whole_when_a_context_exists(tmp_path: Path) -> None:
+    src = _llama_project(tmp_path, fillers=70)
+    files = sorted(str(p) for p in src.rglob("*.py"))
+    for jobs in (1, 2):
+        loaded = runner.load_files(files, load_catalogue(), jobs=jobs, prefilter=False, run_salt=None)
+        by_name = {Path(m.path).name: m for m in loaded.modules}
+        assert "llama_use" in _kinds(by_name["llm_engine.py"]), jobs
+        assert {"thread_start", "lock_enter"} <= _kinds(by_name["aa_filler_001.py"]), jobs
+
+
+def test_a_touched_file_is_compared_whole_with_its_earlier_summary(tmp_path: Path) -> None:
+    """In a project without a context, an edit that changes only thread events leaves the lean
+    summary as it was; the early cutoff compares the whole ones, or a name would stand for two
+    different summaries (and a later run with a context would take findings made without them)."""
+    src = tmp_path / "proj"
+    shutil.copytree(FIXTURES / "CUD001" / "cross_module", src)
+    pool = POOL + "\n\ndef pin():\n    os.environ['CUDA_VISIBLE_DEVICES'] = '0'\n"  # (an event of its own: the run reads this summary)
+    pool = "import os\n" + pool
+    (src / "pool.py").write_text(pool)
+    first = _lines(lint_paths([str(src)], cache=Cache.open(tmp_path / "c", load_catalogue())))
+    assert first
+    (src / "pool.py").write_text(pool + "# a comment\n")
+    cache = Cache.open(tmp_path / "c", load_catalogue())
+    assert _lines(lint_paths([str(src)], cache=cache)) == first
+    assert cache.runs_reused == 1  # a comment: the whole summary is as it was
+    (src / "pool.py").write_text(pool.replace("    with lock:\n        jobs.append(job)", "    jobs.append(job)\n    pass"))
+    cache = Cache.open(tmp_path / "c", load_catalogue())
+    assert _lines(lint_paths([str(src)], cache=cache)) == first
+    assert cache.runs_reused == 0  # the lock is gone: the whole summaries differ, the analysis runs
