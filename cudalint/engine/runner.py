@@ -222,7 +222,10 @@ def load_files(
             whole = [i for i in infos if i.path in again]
             stored_again = [i for i in whole if cache is not None and i.cached]
             work_again = [(i, keys[i.path], True, salt) for i in whole if not (cache is not None and i.cached)]
+            hits = cache.hits if cache is not None else 0
             run_key, _ = _summarize(pool, cache, stored_again, work_again, keys, salt, chosen, results, run_key, 0, cache_dir)
+            if cache is not None:
+                cache.hits = hits  # (mostly this run's own entries, read again: no earlier run's work)
     finally:
         pool.close()
     modules: list[ModuleIR] = []
