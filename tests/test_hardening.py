@@ -150,7 +150,7 @@ def test_unusual_but_valid_input_is_analyzed(tmp_path: Path, name, data, expecte
 
 def test_deeply_nested_input_in_worker_processes(tmp_path: Path, monkeypatch) -> None:
     """Workers send their results pickled, and pickling recurses: the deep cases above, linted by
-    two workers, give the findings a serial run gives (cudalint.engine.runner._run_chunk's deep stack)."""
+    two workers, give the findings a serial run gives (cudalint.engine.tasks._run_chunk's deep stack)."""
     from cudalint.engine import runner
     from cudalint.api import lint_paths
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cudalint.engine import runner
+from cudalint.engine import runner, tasks
 from cudalint.api import lint_paths
 from cudalint.engine.cache import Cache
 from cudalint.core.catalogue import load_catalogue
@@ -363,10 +363,10 @@ def test_the_halves_of_a_scan_make_the_whole() -> None:
     assert len(files) > 100
     for path in files:
         data = path.read_bytes()
-        whole = runner._scan_raw(scan_tree(data, catalogue, "pkg.mod", False)[0])
-        merged = runner._scan_raw(scan_tree(data, catalogue, "pkg.mod", False, calls=False)[0])
-        calls = runner._scan_raw(scan_tree(data, catalogue, "pkg.mod", False, stops=False)[0])
-        for at in runner._CALLS_FIELDS:
+        whole = tasks._scan_raw(scan_tree(data, catalogue, "pkg.mod", False)[0])
+        merged = tasks._scan_raw(scan_tree(data, catalogue, "pkg.mod", False, calls=False)[0])
+        calls = tasks._scan_raw(scan_tree(data, catalogue, "pkg.mod", False, stops=False)[0])
+        for at in tasks._CALLS_FIELDS:
             merged[at] = calls[at]
         assert merged == whole, path
 

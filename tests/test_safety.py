@@ -338,13 +338,13 @@ def test_an_entry_copied_under_another_name_is_a_miss(tmp_path: Path) -> None:
 def test_a_file_edited_between_the_two_reads_is_cached_under_the_bytes_parsed(tmp_path: Path, monkeypatch) -> None:
     """Pass 1 hashes a file's bytes, pass 2 reads it again to summarize it: an edit in between once
     stored the new summary under the old key, and the finding stayed hidden in every later run."""
-    from cudalint.engine import runner
+    from cudalint.engine import tasks
 
     src, cache_dir = tmp_path / "proj", tmp_path / "cache"
     src.mkdir()
     (src / "helper.py").write_text("import torch\n\ndef init():\n    pass\n")
     (src / "train.py").write_text("import os\nfrom helper import init\ninit()\nos.environ['CUDA_VISIBLE_DEVICES'] = '0'\n")
-    real_read = runner._read
+    real_read = tasks._read
     edited = "import torch\n\ndef init():\n    torch.cuda.init()\n"
 
     def read_then_edit(info):
@@ -354,9 +354,9 @@ def test_a_file_edited_between_the_two_reads_is_cached_under_the_bytes_parsed(tm
             os.utime(src / "helper.py", ns=(1, 1))  # (same size would hide it from the index: this does not)
         return data
 
-    monkeypatch.setattr(runner, "_read", read_then_edit)
+    monkeypatch.setattr(tasks, "_read", read_then_edit)
     _run(src, cache_dir)
-    monkeypatch.setattr(runner, "_read", real_read)
+    monkeypatch.setattr(tasks, "_read", real_read)
     assert _run(src, cache_dir) == _run(src, None)
     assert [f["line"] for f in _run(src, cache_dir)] == [4]
 

@@ -236,7 +236,7 @@ class Cache:
         return hit[2]
 
     def scan_of(self, key: str) -> Optional[list]:
-        """The scan recorded for content `key` (cudalint.engine.runner._scan_raw's form), if any."""
+        """The scan recorded for content `key` (cudalint.engine.tasks._scan_raw's form), if any."""
         from cudalint.scan.scanner import SCAN_FIELDS
 
         hit = self._shard(key[:1]).get(key) if cache_files.is_key(key) else None

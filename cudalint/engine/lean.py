@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cudalint.core.deep import call_roomy
 from cudalint.core.ir import Branch, Event, Loop, MainGuard, ModuleIR, Try
 
 # the event kinds only the thread model reads (cudalint.core.ir.Event), and "return"'s data (its
@@ -92,7 +93,7 @@ class Lean:
             self.on = False  # (the ones stripped so far are read again: `repair`)
         if not self.on or hold:
             return value
-        lean = strip(value)
+        lean = call_roomy(strip, value)  # (600 nested `elif` arms: a block 600 deep)
         if lean is not value:
             self.stripped.add(path)
         return lean

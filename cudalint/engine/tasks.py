@@ -1,0 +1,165 @@
+"""The work done in a worker process (or in-process when a run is serial): scan a file, summarize
+it; and how a chunk of that work travels back to the parent (cudalint.engine.runner).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
+
+from cudalint.inputs import source
+from cudalint.engine.cache import Cache
+from cudalint.core.catalogue import Catalogue, load_catalogue
+from cudalint.core.findings import Finding
+from cudalint.core.ir import ModuleIR
+from cudalint.core.deep import call_roomy as _deep
+from cudalint.engine.gc_pause import paused_gc
+
+if TYPE_CHECKING:
+    from cudalint.scan.scanner import Scan
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    path: str
+    module: str
+    is_package: bool
+    text: Optional[bytes] = None  # given contents (flake8's lines, --fix's overlay) instead of the file's
+    cached: bool = True  # False: neither read from nor written to the cache (an overlay)
+
+
+def _read(info: FileInfo) -> Union[bytes, Finding]:
+    return info.text if info.text is not None else source.read_bytes(info.path)
+
+
+# the places in `_scan_raw` of what scan_tree(calls=True) adds: top_kinds, top_targets,
+# code_targets, table, names, defs
+_CALLS_FIELDS = (3, 4, 5, 7, 8, 10)
+
+
+def _scan_raw(s: "Scan") -> list:
+    return [
+        list(s.kinds), s.may_stop, list(s.imports), list(s.top_kinds), list(s.top_targets), list(s.code_targets), list(s.func_imports),
+        list(s.table), dict(s.names), list(s.stars), dict(s.defs), dict(s.stops), s.syntax_ok,
+    ]
+
+
+def _catalogue(ctx: Union[Catalogue, tuple[str, ...]]) -> Catalogue:
+    # in-process the caller's catalogue itself; in a worker the same files loaded again
+    return ctx if isinstance(ctx, Catalogue) else load_catalogue(ctx)
+
+
+def _scan_task(
+    item: tuple[FileInfo, str],
+    extra,
+    judged: tuple[str, ...] = (),
+    cache_dir: Optional[str] = None,
+    calls: bool = True,
+    stops: bool = True,
+) -> tuple[str, str, Any, Optional[tuple[int, int]], Any]:
+    """(path, key, scan, stamp, summary). A file `select` will surely choose (its own effects are
+    judged) is summarized right here from the scan's syntax tree: one parse instead of two.
+    `calls`/`stops`: which halves of the scan to make (cudalint.scan.scanner.scan_tree)."""
+    info, salt = item
+    try:
+        st = os.stat(info.path)
+        stamp: Optional[tuple[int, int]] = (st.st_mtime_ns, st.st_size)  # before reading: never newer than the bytes
+    except OSError:
+        stamp = None
+    data = _read(info)
+    if not isinstance(data, Finding):
+        data = source.too_big(info.path, data) or data
+    if isinstance(data, Finding):
+        return info.path, "", data, None, None
+    from cudalint.scan.scanner import scan_tree
+    from cudalint.scan.select import surely_selected
+
+    key = Cache.make_key(salt, info.path, info.module, data)
+    catalogue = _catalogue(extra)
+    # (a function of 600 `elif ... raise` arms nests its stop formula 600 deep)
+    found, tree = _deep(lambda: scan_tree(data, catalogue, info.module, info.is_package, calls=calls, stops=stops))
+    summary = None
+    # (the scan parsed the bytes with every line end made `\n`: the summary wants the file's own)
+    if tree is not None and judged and surely_selected(found.kinds, judged) and b"\r" not in data:
+        summary = _summary_of_tree(info, key, salt, data, tree, catalogue, cache_dir)
+    return info.path, key, _scan_raw(found), stamp, summary
+
+
+def _summary_of_tree(info: FileInfo, key: str, salt: str, data: bytes, tree, catalogue: Catalogue, cache_dir: Optional[str]) -> Any:
+    from cudalint.summary.from_bytes import summarize_tree
+
+    src = source.decode(info.path, data)
+    result = src if isinstance(src, Finding) else summarize_tree(info.path, src.text, tree, info.module, info.is_package, catalogue)
+    return _deliver(info, key, salt, result, cache_dir)
+
+
+def _deliver(info: FileInfo, key: str, salt: str, result: Union[ModuleIR, Finding], cache_dir: Optional[str]) -> Any:
+    """Into the cache, and back to the caller."""
+    if cache_dir is not None and info.cached:
+        from pathlib import Path
+
+        _deep(lambda: Cache(directory=Path(cache_dir), salt=salt).put(key, result))
+    return result
+
+
+def _summary_task(item: tuple[FileInfo, str, bool, str], extra, cache_dir: Optional[str]) -> tuple[str, Any, bool]:
+    """(path, summary or CUD900 finding, whether the bytes changed since pass 1 read them); None:
+    a skipped file that parses after all (it changed). The summary is cached under the key of the
+    bytes it was made from, never under pass 1's key for other bytes."""
+    info, key, want, salt = item
+    data = _read(info)
+    if isinstance(data, Finding):
+        return info.path, data, True
+    now = Cache.make_key(salt, info.path, info.module, data)
+    result = summarize_bytes(info.path, data, info.module, info.is_package, _catalogue(extra))
+    if isinstance(result, ModuleIR) and not want:
+        return info.path, None, now != key
+    return info.path, _deliver(info, now, salt, result, cache_dir), now != key
+
+
+def summarize_bytes(path: str, data: bytes, modname: str, is_package: bool, catalogue: Catalogue) -> Union[ModuleIR, Finding]:
+    from cudalint.summary.from_bytes import _summarize_bytes  # one way to summarize, the library's own
+
+    return _summarize_bytes(path, data, modname, is_package, catalogue)
+
+
+def _run_chunk(fn_name: str, items: list, extra: tuple[str, ...], kwargs: dict) -> bytes:
+    """In a worker: `fn` over `items`, pickled here (with a deep stack if the IR is deeply nested:
+    pickling recurses, and the pool's own pickling would fail the whole run)."""
+    import pickle
+
+    fn = globals()[fn_name]
+    with paused_gc():
+        results = [fn(item, extra, **kwargs) for item in items]
+        if fn_name == "_scan_task":
+            # the early summaries stay bytes until the selection is made (`load_files`): one pickle for the
+            # chunk's, which share their strings and positions (cudalint.summary.summarize._SHARED)
+            made = [r[4] for r in results if type(r[4]) is ModuleIR]
+            if made:
+                blob = _deep(lambda: pickle.dumps(made, protocol=pickle.HIGHEST_PROTOCOL))
+                at = iter(range(len(made)))
+                results = [(*r[:4], (blob, next(at))) if type(r[4]) is ModuleIR else r for r in results]
+        return _deep(lambda: pickle.dumps(results, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def _unpacker() -> Callable[[Any], Any]:
+    """An early summary as `_run_chunk` packed it ((its chunk's pickle, its place)) made an object,
+    each chunk's pickle loaded once; an object stays itself."""
+    import pickle
+
+    loaded: dict[int, tuple[bytes, list]] = {}
+
+    def unpack(value: Any) -> Any:
+        if type(value) is not tuple:
+            return value
+        blob, at = value
+        hit = loaded.get(id(blob))
+        if hit is None:
+            hit = loaded[id(blob)] = (blob, _deep(lambda: pickle.loads(blob)))
+        made = hit[1]
+        out, made[at] = made[at], None  # (the caller keeps it stripped: cudalint.engine.lean)
+        if not any(made):
+            del loaded[id(blob)]
+        return out
+
+    return unpack
