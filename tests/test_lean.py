@@ -128,3 +128,22 @@ def test_a_touched_file_is_compared_whole_with_its_earlier_summary(tmp_path: Pat
     cache = Cache.open(tmp_path / "c", load_catalogue())
     assert _lines(lint_paths([str(src)], cache=cache)) == first
     assert cache.runs_reused == 0  # the lock is gone: the whole summaries differ, the analysis runs
+
+
+def test_the_shared_texts_and_positions_stay_bounded_in_a_long_lived_process(monkeypatch) -> None:
+    """The language server summarizes every edit in one process: the table that makes equal event
+    texts one object is emptied past its bound, and the summaries stay what they were."""
+    from cudalint.summary import summarize
+
+    catalogue = load_catalogue()
+    data = POOL.encode()
+    first = _summarize_bytes("pool.py", data, "pool", False, catalogue)
+    monkeypatch.setattr(summarize, "SHARED_MAX", 4)
+    sizes = []
+    for i in range(5):
+        again = _summarize_bytes("pool.py", data + b"\n" * i, "pool", False, catalogue)
+        sizes.append(len(summarize._SHARED))
+    events = sum(1 for body in [first.top] + [fn.body for fn in first.functions.values()] for _ in iter_events(body))
+    assert 0 < max(sizes) <= 4 + 2 * events  # at most one summary's own entries past the bound
+    assert again == _summarize_bytes("pool.py", data + b"\n" * 4, "pool", False, catalogue) and first.top == again.top
+    summarize._SHARED.clear()

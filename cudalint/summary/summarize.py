@@ -28,7 +28,11 @@ from cudalint.summary.syntax import (
 NOQA_RE = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 
 
+# one object per equal event text and position across the summaries a process makes: a worker's
+# chunk pickles each once (cudalint.engine.tasks._run_chunk). Bounded: the language server and the
+# API summarize in one long-lived process, and sharing is only an economy
 _SHARED: dict = {}
+SHARED_MAX = 1 << 17
 
 
 class _Summarizer(_Statements, _CallEvents, ThreadEvents):
@@ -331,6 +335,8 @@ def noqa_lines(source: str) -> tuple[tuple[int, tuple[str, ...]], ...]:
 
 
 def summarize(tree: ast.Module, source: str, path: str, modname: str, catalogue: Catalogue, is_package: bool = False) -> ModuleIR:
+    if len(_SHARED) > SHARED_MAX:
+        _SHARED.clear()
     s = _Summarizer(source, path, modname, catalogue, is_package)
     s._tree = tree
     top_scope = _Scope(qualname="")
