@@ -15,7 +15,7 @@ from typing import Callable, Iterable, Optional
 
 from cudalint.core.catalogue import Catalogue
 from cudalint.core.findings import Finding
-from cudalint.analysis.flow import Exposed
+from cudalint.analysis.flow import Exposed, local
 
 NOT_STRINGS = {"int", "float", "bool", "NoneType", "list", "tuple", "dict", "set", "complex"}
 DEVICE_ORDERS = ("FASTEST_FIRST", "PCI_BUS_ID")
@@ -82,6 +82,7 @@ def checks(catalogue: Catalogue, enabled: Callable[[str], bool]) -> Iterable[tup
         ev = exposed.event
         return Finding("CUD007", exposed.path, ev.loc[0], ev.loc[1], ev.loc[2], ev.loc[3], message, (), "error")
 
+    @local
     def check_env_value(_analyzer, exposed: Exposed, _lookup, _prefix) -> Optional[Finding]:
         var, text, vtype, exact = (exposed.event.data + ("", "", "", ""))[:4]
         shown = var or "an environment variable"
@@ -106,6 +107,7 @@ def checks(catalogue: Catalogue, enabled: Callable[[str], bool]) -> Iterable[tup
             )
         return None
 
+    @local
     def check_device_arg(_analyzer, exposed: Exposed, _lookup, _prefix) -> Optional[Finding]:
         api_name, vtype, exact, text = exposed.event.data
         if vtype != "str" or not exact:
