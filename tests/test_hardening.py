@@ -251,6 +251,25 @@ def test_unreadable_file_or_directory(shared_dir: Path, what: str) -> None:
     assert sorted(lines) == sorted([expected, CANARY_LINE])
 
 
+def test_a_file_reached_twice_is_listed_once(tmp_path: Path) -> None:
+    """A file given by name and found again in its folder, through a folder reached by a link, or
+    through a link to the file itself: one entry each (the walk takes a file's real path from its
+    folder's; a link's from the link)."""
+    from cudalint.inputs.discover import discover
+
+    real = tmp_path / "real"
+    (real / "pkg").mkdir(parents=True)
+    (real / "pkg" / "a.py").write_text("x = 1\n")
+    (real / "b.py").write_text("x = 2\n")
+    os.symlink(real / "pkg", tmp_path / "pkg_link")
+    os.symlink(real / "b.py", real / "pkg" / "b_link.py")
+    found = discover([str(real / "pkg" / "a.py"), str(tmp_path / "pkg_link"), str(real)], respect_gitignore=False)
+    assert found.problems == ()
+    assert sorted(os.path.relpath(f, tmp_path) for f in found.files) == ["pkg_link/b_link.py", "real/pkg/a.py"]
+    alone = discover([str(tmp_path / "pkg_link" / "a.py"), str(real / "pkg")], respect_gitignore=False)
+    assert sorted(os.path.relpath(f, tmp_path) for f in alone.files) == ["pkg_link/a.py", "real/pkg/b_link.py"]
+
+
 def test_a_link_to_a_folder_above_lists_each_file_once_and_is_no_finding(tmp_path: Path) -> None:
     """lmql-lang/lmql's `docs/latest -> .`: every file the link reaches is listed through its real
     path, once; the walk ends (no hang) and nothing goes unchecked, so nothing is reported."""

@@ -131,13 +131,13 @@ def _walk(top: Path, shown_top: str, top_specs, exclude, respect_gitignore, file
     """Depth first, in name order, with a stack of its own: a tree may be nested deeper than
     Python's recursion limit (1,100 folders is only a few kilobytes of path)."""
     # each level: (its remaining entries, its shown path, the gitignore specs in force, the real
-    # paths of the folders above it and of itself)
-    stack: list[tuple[Iterator[os.DirEntry], str, list, frozenset]] = []
+    # paths of the folders above it and of itself, its own real path)
+    stack: list[tuple[Iterator[os.DirEntry], str, list, frozenset, str]] = []
     level = _enter(top, shown_top, top_specs, frozenset(), respect_gitignore, problems, walked)
     if level is not None:
         stack.append(level)
     while stack:
-        entries, shown, specs, visiting = stack[-1]
+        entries, shown, specs, visiting, real = stack[-1]
         entry = next(entries, None)
         if entry is None:
             stack.pop()
@@ -165,7 +165,11 @@ def _walk(top: Path, shown_top: str, top_specs, exclude, respect_gitignore, file
             continue
         if _excluded(shown_child, exclude):
             continue
-        key = os.path.realpath(entry.path)
+        try:
+            # (a file that is not a link is where its folder really is: one realpath per folder, not per file)
+            key = os.path.realpath(entry.path) if entry.is_symlink() else os.path.join(real, entry.name)
+        except OSError:
+            key = os.path.realpath(entry.path)
         if key in seen:
             continue
         seen.add(key)
@@ -193,4 +197,4 @@ def _enter(directory: Path, shown: str, specs, visiting: frozenset, respect_giti
         local = _gitignore(directory)
         if local is not None and not any(base == directory.resolve() for base, _ in specs):
             specs = specs + [(directory.resolve(), local)]
-    return iter(entries), shown, specs, visiting | {real}
+    return iter(entries), shown, specs, visiting | {real}, real
