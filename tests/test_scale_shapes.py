@@ -10,6 +10,7 @@ from pathlib import Path
 from cudalint.analysis import flow
 from cudalint.analysis import facts
 from cudalint.api import lint_paths
+from cudalint.core.catalogue import load_catalogue
 from tests.test_prefilter import _all_ways, _json
 
 _GEN = Path(__file__).resolve().parent.parent / "benchmarks" / "adversarial.py"
@@ -118,3 +119,24 @@ def test_labels_nest_no_deeper_than_the_bound() -> None:
         chain = (Label(kind="ret", origin=100 + i, text="g()", inner=chain),)
     assert depth(labels.bounded(chain)) == labels.MAX_INNER_DEPTH + 1
     assert labels.bounded(short) is short  # nothing to cut: the same tuple
+
+
+def test_the_summarizer_asks_the_catalogue_once_per_catalogue(monkeypatch) -> None:
+    """The tables the summarizer reads in every file (environment mappings, library roots, the
+    thread model's names) are made once per catalogue, not per file; another catalogue gets its own."""
+    import copy
+
+    from cudalint.summary import concurrent_calls, summarize
+    from cudalint.summary.from_bytes import _summarize_bytes
+
+    made: list = []
+    real = concurrent_calls.specs
+    monkeypatch.setattr(concurrent_calls, "specs", lambda cat: made.append(cat) or real(cat))
+    monkeypatch.setattr(summarize, "_TABLES", {})
+    cat = load_catalogue()
+    for i in range(3):
+        _summarize_bytes(f"m{i}.py", b"import os\nos.environ['CUDA_VISIBLE_DEVICES'] = '0'\n", f"m{i}", False, cat)
+    assert made == [cat]
+    other = copy.copy(cat)
+    mod = _summarize_bytes("m.py", b"import os\nos.environ['CUDA_VISIBLE_DEVICES'] = '0'\n", "m", False, other)
+    assert made == [cat, other] and [e.kind for e in mod.top] == ["import_lib", "env_write"]

@@ -41,13 +41,14 @@ class ThreadEvents:
     """Mixed into `cudalint.summary.summarize._Summarizer`; uses its `qualify`, `event`, `cat`, `imports`."""
 
     def init_thread_events(self) -> None:
-        self.touch_names = frozenset(name.rsplit(".", 1)[1] for name in _touching(self.cat))
-        self.always_streams = frozenset(a.name.rsplit(".", 1)[1] for a in self.cat.apis if a.get("streams") == "*")
+        tables = self.tables  # (cudalint.summary.summarize._tables: once per catalogue)
+        self.touch_names = tables.touch_names
+        self.always_streams = tables.always_streams
         self._lambdas = 0
         self._yields: list[bool] = []
         self.makes_llama = False  # cudalint.core.ir.ModuleIR.makes_llama
         self.serial_attrs: set[tuple[str, str]] = set()  # (class, attribute) holding a one-worker pool
-        self.concurrent_specs = concurrent_calls.specs(self.cat)
+        self.concurrent_specs = tables.concurrent_specs
         self.return_types: dict[str, set] = {}  # function -> the local classes its returns build
         self._awaits: Optional[set] = None  # ids of the calls directly awaited
 
@@ -481,7 +482,3 @@ def _offload(api: Api, call: ast.Call) -> str:
         return "1" if any(k.arg is None for k in call.keywords) else "0"  # `**params` may hold it
     value = _literal(expr)
     return "0" if value == 0 and not isinstance(value, bool) else "1"
-
-
-def _touching(cat) -> list[str]:
-    return [a.name for a in cat.apis if a.get("touches_context") and "." in a.name]
