@@ -87,10 +87,10 @@ Derive = Callable[[Event, str, "Link", Callable[[str], Optional[Fact]]], Iterabl
 
 
 def local(fn):
-    """Marks a check or a derivation whose answer depends on its event and the event's path alone
-    (not on the facts, the call steps or the caller): judged once per event, its facts made once.
-    A generated project of 2,000 modules in import cycles judged each environment write's value
-    again in every importer's state: 360,000 judgments of 240 writes."""
+    """Marks a check whose answer depends on its event and the event's path alone (not on the facts,
+    the call steps or the caller): judged once per event. A generated project of 2,000 modules in
+    import cycles judged each environment write's value again in every importer's state: 360,000
+    judgments of 240 writes."""
     fn.local = True
     return fn
 
@@ -131,7 +131,6 @@ class Analyzer:
         self.in_progress: set[tuple[str, str]] = set()
         self.findings: dict[tuple, Finding] = {}
         self.decided: set[tuple] = set()  # (check, path, event location) that already made its finding
-        self.made: dict[tuple, tuple[Event, list]] = {}  # (local derivation, id(event), path) -> (event, its facts)
         # a module's bit in the sets of modules whose top level ran (cudalint.analysis.facts.IMPORTED)
         self.bit: dict[str, int] = {path: 1 << i for i, path in enumerate(sorted({m.path for m in project.modules}))}
 
@@ -380,14 +379,9 @@ class Analyzer:
 
     def _derive_facts(self, ev: Event, path: str, link: Link, lookup) -> Iterable[tuple[str, Fact]]:
         for derive in self.derive.get(ev.kind, ()):
-            if getattr(derive, "local", False):
-                key = (derive, id(ev), path)
-                hit = self.made.get(key)
-                if hit is None:  # (the event is kept with its facts: its id names no other while held)
-                    hit = self.made[key] = (ev, list(derive(ev, path, link, lookup)))
-                yield from hit[1]
-            else:
-                yield from derive(ev, path, link, lookup)
+            # (not kept per event: vllm's 37,000 environment writes' facts held for the whole analysis
+            # were 26 MB of its peak, a derivation's are mostly dropped where the caller has them)
+            yield from derive(ev, path, link, lookup)
 
     def apply(self, summary: Summary, ev: Event, state: State, w: _Walk, note: str, module: Optional[str] = None) -> Optional[State]:
         """The callee's `summary` at the call (or import of `module`, a path) `ev`, in `state`."""

@@ -12,7 +12,7 @@ from typing import Callable, Iterable, Optional
 from cudalint.core.catalogue import Catalogue, EnvVar, env_fact
 from cudalint.core.findings import Finding, Step
 from cudalint.checks.fork import _judged_without_callers
-from cudalint.analysis.flow import Exposed, local
+from cudalint.analysis.flow import Exposed
 from cudalint.analysis.facts import Fact
 
 # process starts whose child gets the parent's environment as it is at the start (a child that
@@ -113,7 +113,6 @@ def derivations(names: Optional[frozenset[str]] = None) -> dict[str, list]:
     `unless_env`/`when_env` conditions: "env_set:V" (V holds some value) and "env_value:V=L".
     `names`: only for these variables (cudalint.checks.watched); None: for all."""
 
-    @local
     def written(ev, path, chain, lookup) -> Iterable[tuple[str, Fact]]:
         name = ev.data[0]
         if not name or not (ev.data[1] or ev.data[2]):  # `os.environ.pop(V)`: removes, sets nothing

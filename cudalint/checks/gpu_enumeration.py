@@ -24,7 +24,7 @@ from typing import Callable, Iterable, Optional
 from cudalint.checks.fork import _judged_without_callers
 from cudalint.checks.gpu_index import _dedup, resolve
 from cudalint.core.findings import Finding, Step
-from cudalint.analysis.flow import Analyzer, Exposed, local
+from cudalint.analysis.flow import Analyzer, Exposed
 from cudalint.analysis.facts import Fact
 from cudalint.core.ir import iter_events
 
@@ -33,7 +33,6 @@ READ = "env_read:CUDA_VISIBLE_DEVICES"
 
 
 def derivations() -> dict[str, list]:
-    @local
     def env_read(ev, path, chain, lookup) -> Iterable[tuple[str, Fact]]:
         if ev.data[0] != CVD:
             return []
