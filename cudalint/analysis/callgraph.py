@@ -41,11 +41,10 @@ class ProjectIndex:
         if owners is None:
             # (for every module at once: 196,000 entries on vllm, where a few dozen modules are asked about)
             owners = self._owners[path] = {}
-            for mod in self.project.modules:
-                if mod.path == path:
-                    for qualname, body in self.bodies(mod):
-                        for ev in iter_events(body):
-                            owners.setdefault(ev.loc[0], qualname)
+            mod = self.module(path)
+            for qualname, body in self.bodies(mod) if mod is not None else ():
+                for ev in iter_events(body):
+                    owners.setdefault(ev.loc[0], qualname)
         return owners.get(line)
 
     def is_called(self, path: str, qualname: str) -> bool:

@@ -180,7 +180,8 @@ def load_files(
             if not want and info.path not in broken:
                 continue
             if want and info.path in early:
-                results[info.path] = lean(info.path, unpack(early.pop(info.path)), hold=info.path in before)
+                made = early.pop(info.path)  # (an object was made lean as it arrived: `scan_all`)
+                results[info.path] = lean(info.path, unpack(made), hold=info.path in before) if type(made) is tuple else made
                 summarized += 1
                 if cache is not None and info.cached:
                     cache.misses += 1  # (made, and cached, while the file was scanned)
