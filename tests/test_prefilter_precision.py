@@ -150,3 +150,27 @@ def test_a_star_import_is_followed_only_where_the_name_is() -> None:
     # the node of a name the package does not define goes only where the name is
     node = calls._node(init, b"g")
     assert node is not None and "pkg.two.g" in node[1] and "pkg.one.g" not in node[1]
+
+
+# ---------- a call's first argument: `torch.device(<int>)` initializes CUDA, `torch.device("cuda")` not --
+@pytest.mark.parametrize(
+    "text, init",
+    [
+        ("import torch\ntorch.device(0)\n", True),
+        ("import torch\ntorch . device (-1)\n", True),  # spaces in the chain, a negative literal
+        ("import torch as t\nt.device(3)\n", True),  # qualified through the import's alias
+        ("import torch\nN = 2\ntorch.device(N)\n", True),  # a name the module assigns an int
+        ("import torch\ntorch.device('cuda')\n", False),
+        ("import torch\ntorch.device(rank)\n", False),  # a name nothing here assigns an int
+        ("import torch\ntorch.device()\n", False),
+        ("import torch\nother.device(0)\n", False),  # another module's `device`
+        # in a function: the module's int constants count, and the function's own
+        ("import torch\nN = 2\ndef f():\n    return torch.device(N)\nf()\n", True),
+        ("import torch\ndef f():\n    k = 1\n    return torch.device(k)\nf()\n", True),
+        ("import torch\ndef f(k):\n    return torch.device(k)\nf('cuda')\n", False),
+    ],
+)
+def test_an_int_first_argument_is_found_by_the_scan(text: str, init: bool) -> None:
+    scanned = _scan(text)
+    assert ("init" in scanned.kinds) is init
+    assert ("init" in scanned.top_kinds) is init

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Mapping, Optional
 from cudalint.scan.imports import _relative
 from cudalint.scan.nodes import _COMPOUND_FIELDS, _dotted, _names, _names_in, _nodes, _top_names
 from cudalint.scan.stops import _Stops
-from cudalint.scan.text import _INT_ASSIGNED, _Strings, _WORD, _qualified_calls
+from cudalint.scan.text import _INT_ASSIGNED, _QualifiedCalls, _Strings, _WORD, _qualified_calls
 
 if TYPE_CHECKING:
     from cudalint.scan.triggers import _Triggers
@@ -218,9 +218,10 @@ class _Layout:
             hit = self._bodies[name] = self.text(self.bodies[name])
         return hit
 
-    def _calls_of(self, text: bytes, bases: Mapping[bytes, tuple[str, ...]]) -> dict[str, bool]:
-        ints = {b"": set(self._top_ints) | {m.group(1) for m in _INT_ASSIGNED.finditer(text)}}
-        return _qualified_calls(text, bases, ints)  # (a constant: of the module, or of the function)
+    def _calls_of(self, text: bytes, bases: Mapping[bytes, tuple[str, ...]]) -> _QualifiedCalls:
+        # (an int constant: of the module, or of the function; found only if a clause asks)
+        ints = {b"": lambda: self._top_ints | {m.group(1) for m in _INT_ASSIGNED.finditer(text)}}
+        return _qualified_calls(text, bases, ints)
 
     def text(self, ranges: list[tuple[int, int]]) -> bytes:
         s = self.starts

@@ -60,17 +60,51 @@ def _assigned_int(name: bytes, data: bytes, seen: dict[bytes, bool]) -> bool:
     names = seen.get(b"")
     if names is None:
         names = seen[b""] = {m.group(1) for m in _INT_ASSIGNED.finditer(data)}  # type: ignore[assignment]
+    elif callable(names):
+        names = seen[b""] = names()  # (given lazily: the int question is rarely asked)
     return name in names  # type: ignore[operator]
 
 
-def _qualified_calls(data: bytes, bases: Mapping[bytes, tuple[str, ...]], ints: Optional[dict] = None) -> dict[str, bool]:
-    """Qualified name -> whether some call of it has a first argument that may be an int;
-    a dotted call `a.b.c(...)` is qualified through what its head was imported as (a local name,
-    builtins and the like are kept as written)."""
-    out: dict[str, bool] = {}
+class _QualifiedCalls:
+    """The calls of a text by qualified name (`in`, iteration), and whether some call of a name has
+    a first argument that may be an int (`int_first`): asked of the few names a clause looks up,
+    so the names assigned ints are found only then."""
+
+    __slots__ = ("firsts", "data", "ints")
+
+    def __init__(self, firsts: dict[str, set], data: bytes, ints: dict):
+        self.firsts = firsts  # qualified name -> the first arguments' leading tokens (None: none)
+        self.data = data
+        self.ints = ints
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.firsts
+
+    def __iter__(self):
+        return iter(self.firsts)
+
+    def int_first(self, name: str) -> bool:
+        # an int literal, or a name some assignment gives one (what cudalint.summary.syntax.literal sees)
+        for first in self.firsts.get(name, ()):
+            if first is not None and (first[:1] in b"-0123456789" or _assigned_int(first, self.data, self.ints)):
+                return True
+        return False
+
+
+def _qualified_calls(data: bytes, bases: Mapping[bytes, tuple[str, ...]], ints: Optional[dict] = None) -> _QualifiedCalls:
+    """The calls in `data` by qualified name: a dotted call `a.b.c(...)` is qualified through what
+    its head was imported as (a local name, builtins and the like are kept as written)."""
     ints = {} if ints is None else ints  # (given: the names of the whole file, where constants are)
+    raw: dict[bytes, set] = {}
     for m in _CALL_CHAIN.finditer(data):
-        chain = m.group(1)
+        chain, first = m.groups()
+        hit = raw.get(chain)
+        if hit is None:
+            raw[chain] = {first}
+        else:
+            hit.add(first)
+    out: dict[str, set] = {}
+    for chain, firsts in raw.items():
         if b" " in chain or b"\t" in chain:
             chain = re.sub(rb"\s", b"", chain)
         head, _, rest = chain.partition(b".")
@@ -78,12 +112,13 @@ def _qualified_calls(data: bytes, bases: Mapping[bytes, tuple[str, ...]], ints: 
         names = [chain.decode()]
         if base:
             names.append(base[0] + ("." + rest.decode() if rest else ""))
-        # an int literal, or a name some assignment gives one (what cudalint.summary.syntax.literal sees)
-        first = m.group(2)
-        nonstring = first is not None and (first[:1] in b"-0123456789" or _assigned_int(first, data, ints))
         for name in names:
-            out[name] = out.get(name, False) or nonstring
-    return out
+            have = out.get(name)
+            if have is None:
+                out[name] = firsts
+            else:
+                out[name] = have | firsts
+    return _QualifiedCalls(out, data, ints)
 
 
 def _keyword(name: bytes, data: bytes, seen: dict[bytes, bool]) -> bool:

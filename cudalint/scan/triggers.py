@@ -208,8 +208,7 @@ class _Triggers:
                 import fnmatch
 
                 return any(fnmatch.fnmatchcase(name, clause.qualified) for name in calls)
-            hit = calls.get(clause.qualified)
-            return hit is not None and (hit or not clause.int_first)
+            return calls.int_first(clause.qualified) if clause.int_first else clause.qualified in calls
         return not clause.called or _called(clause.called, data, seen)
 
     def kinds(
@@ -248,7 +247,7 @@ class _Triggers:
                             roots.add(t)
                             grew = True
         strings_of = _Strings(data) if strings is None else strings
-        patched = self.patch_re is not None and self._assigns_api(data, heads)
+        patched: Optional[bool] = None if self.patch_re is not None else False  # (asked only for a monkeypatch clause)
         kinds: set[str] = set()
         seen_calls: dict[bytes, object] = {} if qcalls is None else {b"": qcalls}
         candidates = set(self.always)
@@ -260,8 +259,11 @@ class _Triggers:
                 continue
             if clause.root and clause.root.encode() not in root_words and clause.root.encode() not in roots:
                 continue
-            if clause.kind == "monkeypatch" and not patched:
-                continue
+            if clause.kind == "monkeypatch":
+                if patched is None:
+                    patched = self._assigns_api(data, heads)
+                if not patched:
+                    continue
             if clause.module and imported is not None and clause.module not in imported:
                 continue
             if (

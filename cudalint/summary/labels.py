@@ -451,9 +451,21 @@ def freeze(obj: object, memo: Optional[dict] = None) -> object:
             memo[id(obj)] = (obj, out)
         return out
     if kind is tuple:
-        if not any(isinstance(x, (Label, ast.AST, Span, tuple, str)) for x in obj):  # type: ignore[attr-defined]
-            return obj
-        return tuple(freeze(x, memo) for x in obj)  # type: ignore[attr-defined]
+        out_items = None
+        for i, x in enumerate(obj):  # type: ignore[arg-type]
+            t = type(x)
+            if t is int or x is None or t is bool:
+                y = x
+            elif t is str:
+                y = sys.intern(x)
+            else:
+                y = freeze(x, memo)
+            if out_items is None:
+                if y is x:
+                    continue
+                out_items = list(obj[:i])  # type: ignore[index]
+            out_items.append(y)
+        return obj if out_items is None else tuple(out_items)
     if isinstance(obj, Label):  # (a subclass keeps its class)
         origin = obj.origin
         if isinstance(origin, (ast.AST, Span)):
