@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import ast
+import sys
 import textwrap
+from pathlib import Path
 
 from cudalint.core.ir import Label
-from cudalint.core.walk import nodes
+from cudalint.core.walk import node_fields, nodes
 from cudalint.summary import labels
 
 SOURCE = textwrap.dedent(
@@ -35,6 +37,35 @@ def test_nodes_is_ast_walk_without_contexts() -> None:
     assert sorted(map(id, got)) == sorted(map(id, want))
     body = tree.body
     assert sorted(map(id, nodes(body))) == sorted(id(n) for st in body for n in ast.walk(st) if not isinstance(n, ast.expr_context))
+
+
+def test_nodes_is_ast_walk_on_every_module_of_cudalint() -> None:
+    for path in sorted(Path(labels.__file__).resolve().parent.parent.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        want = sorted(id(n) for n in ast.walk(tree) if not isinstance(n, ast.expr_context))
+        assert sorted(map(id, nodes(tree))) == want, path
+
+
+def test_names_numbers_and_strings_are_not_walked() -> None:
+    assert node_fields(ast.Name) == ()
+    assert node_fields(ast.Attribute) == ("value",)
+    assert node_fields(ast.Global) == ()
+    assert node_fields(ast.ImportFrom) == ("names",)
+    assert node_fields(ast.alias) == ()
+    assert node_fields(ast.Constant) == ()
+    assert node_fields(ast.BinOp) == ("left", "op", "right")  # (an operator is a node: ast.walk yields it)
+    assert node_fields(ast.Call) == ("func", "args", "keywords")
+
+
+def test_freeze_keeps_a_tuple_with_nothing_to_freeze() -> None:
+    plain = (1, None, True, 2.5)
+    assert labels.freeze(plain) is plain
+    name = "".join(["cuda", "_visible"])  # (a string made at run time: not interned yet)
+    frozen = labels.freeze((1, name, (2, name)))
+    assert frozen == (1, "cuda_visible", (2, "cuda_visible"))
+    assert frozen[1] is frozen[2][1] is sys.intern(name)
+    call = ast.parse("f(1)").body[0]
+    assert labels.freeze((0, call, "x")) == (0, 1, "x")
 
 
 def test_freeze_with_a_memo_is_freeze_without() -> None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Mapping, Optional
 
 from cudalint.core.catalogue import Api, env_fact
+from cudalint.core.walk import node_fields
 
 
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins"}
@@ -180,7 +181,7 @@ class _Consts:
 # the fields of each node type that may hold expressions, in source order ("ctx" and operators never do)
 _SKIP = {"ctx", "op", "ops"}
 _FIELDS: dict[type, tuple[str, ...]] = {
-    cls: () if cls is ast.Constant else tuple(f for f in cls._fields if f not in _SKIP)
+    cls: tuple(f for f in node_fields(cls) if f not in _SKIP)  # (names and numbers: never nodes)
     for cls in (getattr(ast, n) for n in dir(ast))
     if isinstance(cls, type) and issubclass(cls, ast.AST)
 }
