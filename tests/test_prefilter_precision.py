@@ -174,3 +174,22 @@ def test_an_int_first_argument_is_found_by_the_scan(text: str, init: bool) -> No
     scanned = _scan(text)
     assert ("init" in scanned.kinds) is init
     assert ("init" in scanned.top_kinds) is init
+
+
+# ---------- an API replaced by assignment (CUD008): an attribute of an imported name -------------------
+@pytest.mark.parametrize(
+    "text, patched",
+    [
+        ("import torch\ntorch.cuda.is_available = lambda: False\n", True),
+        ("import torch\nx = 1; torch.cuda.is_available = f\n", True),  # after a `;`
+        ("import torch\ntorch . cuda . is_available : object = f\n", True),  # spaces, an annotation
+        ("import torch\nsetattr(torch.cuda, 'is_available', f)\n", True),
+        ("import torch\nself.is_available = f\n", False),  # not an imported name
+        ("import torch\nif torch.cuda.is_available == f:\n    pass\n", False),  # a comparison
+        ("import torch\nfoo(torch).is_available = f\n", False),  # not a dotted name
+        ("import torch\ny = torch.cuda.is_available = f\n", False),  # the chain does not start its line
+        ("import torch\ntorch.cuda.is_available()\n", False),
+    ],
+)
+def test_an_assigned_api_is_found_by_the_scan(text: str, patched: bool) -> None:
+    assert ("monkeypatch" in _kinds(text)) is patched
