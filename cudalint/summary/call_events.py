@@ -172,11 +172,8 @@ class _CallEvents:
                 out.append(self.env_event(span(key, val), self.key_of(key, scope), self.text(val), val))
 
     def is_env(self, expr: ast.AST, scope: _Scope) -> bool:
-        kind = type(expr)
-        if kind is ast.Name and scope.is_env_alias(expr.id):  # type: ignore[attr-defined]
+        if type(expr) is ast.Name and scope.is_env_alias(expr.id):  # type: ignore[attr-defined]
             return True
-        if kind is ast.Attribute and expr.attr not in self.tables.env_attrs:  # type: ignore[attr-defined]
-            return False  # (an attribute qualifies to a name that ends with it: `x.environ`)
         q = self.qualify(expr, scope)
         return q is not None and q in self.env_mappings
 

@@ -28,7 +28,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 CVD = "CUDA_VISIBLE_DEVICES"
 _COPIERS = frozenset({"dict", "copy.copy", "copy.deepcopy"})
-_COPIER_ATTRS = frozenset(name.rpartition(".")[2] for name in _COPIERS)
 
 
 def _key(s: "_Summarizer", expr: Optional[ast.AST], scope: "_Scope") -> str:
@@ -45,8 +44,6 @@ def is_copy(s: "_Summarizer", value: Optional[ast.AST], scope: "_Scope") -> bool
         args = value.args  # type: ignore[attr-defined]
         if type(func) is ast.Attribute and func.attr == "copy" and not args and s.is_env(func.value, scope):
             return True  # os.environ.copy()
-        if not args or (type(func) is ast.Attribute and func.attr not in _COPIER_ATTRS):
-            return False  # (an attribute qualifies to a name that ends with it)
         q = s.qualify(func, scope)
         if q is None and type(func) is ast.Name and func.id == "dict" and scope.lookup_def("dict") is None:
             q = "dict"

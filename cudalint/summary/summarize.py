@@ -43,7 +43,6 @@ class _Tables:
     file it was a third of summarizing a small module (2,000 generated modules: 2.7 of 7.8 s)."""
 
     env_mappings: frozenset
-    env_attrs: frozenset  # the last names of env_mappings
     lib_roots: frozenset
     touch_names: frozenset  # (cudalint.summary.thread_events)
     always_streams: frozenset
@@ -59,7 +58,6 @@ def _tables(catalogue: Catalogue) -> _Tables:
     if hit is None or hit[0] is not catalogue:
         made = _Tables(
             env_mappings=frozenset(a.name for a in catalogue.apis if a.get("env_mapping")),
-            env_attrs=frozenset(a.name.rpartition(".")[2] for a in catalogue.apis if a.get("env_mapping")),
             lib_roots=frozenset(r for lib in catalogue.libraries for r in lib.import_roots),
             touch_names=frozenset(a.name.rsplit(".", 1)[1] for a in catalogue.apis if a.get("touches_context") and "." in a.name),
             always_streams=frozenset(a.name.rsplit(".", 1)[1] for a in catalogue.apis if a.get("streams") == "*"),
