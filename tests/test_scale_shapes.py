@@ -57,10 +57,10 @@ def test_each_module_top_level_walked_once(tmp_path: Path, monkeypatch) -> None:
     walks: list = []
     original = flow.Analyzer.walk_root
 
-    def counting(self, mod, block, include_main, start=None):
+    def counting(self, mod, block, include_main, start=None, exposes=True):
         if block is mod.top:
             walks.append((type(self).__name__, mod.path, include_main))
-        return original(self, mod, block, include_main, start)
+        return original(self, mod, block, include_main, start, exposes)
 
     monkeypatch.setattr(flow.Analyzer, "walk_root", counting)
     lint_paths(["adv"], jobs=1, prefilter=False)

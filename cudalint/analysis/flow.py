@@ -18,6 +18,8 @@ from cudalint.core.ir import Block, Branch, Event, Loop, MainGuard, ModuleIR, Tr
 from cudalint.core.project import Project
 from cudalint.summary.driven import DRIVES
 from cudalint.analysis.facts import Fact, IMPORTED, add_imported, gen, holds, imported, join, seen, seen_from
+from cudalint.analysis.check_marks import settled_at_once
+from cudalint.analysis.replay import Reads, Replay, Watched
 
 if TYPE_CHECKING:
     from cudalint.analysis.facts import Seen, State
@@ -81,24 +83,17 @@ Check = Callable[["Analyzer", Exposed, Callable[[str], Optional[Fact]], tuple[St
 
 # A derivation adds facts at an event, given the facts before it (still gen-only: "the fork server
 # has started", "an environment variable was written after that"). It runs where the event happens
-# and again in every caller's state, like a check:
-# derive(event, path, link, lookup) -> [(key, Fact), ...]  (link: the call steps to the event, see Link)
-Derive = Callable[[Event, str, "Link", Callable[[str], Optional[Fact]]], Iterable[tuple[str, Fact]]]
-
-
-def local(fn):
-    """Marks a check whose answer depends on its event and the event's path alone (not on the facts,
-    the call steps or the caller): judged once per event. A generated project of 2,000 modules in
-    import cycles judged each environment write's value again in every importer's state: 360,000
-    judgments of 240 writes."""
-    fn.local = True
-    return fn
+# and again in every caller's state, like a check, and depends on nothing else (not on the call
+# steps to the event: cudalint.analysis.replay):
+# derive(event, path, lookup) -> [(key, Fact), ...]
+Derive = Callable[[Event, str, Callable[[str], Optional[Fact]]], Iterable[tuple[str, Fact]]]
 
 
 @dataclass
 class _Walk:
     mod: ModuleIR
     include_main: bool
+    exposes: bool = True  # a summary's walk; a root walk's events are judged and nobody reads them after
     exposed: list[Exposed] = field(default_factory=list)
     returns: list[State] = field(default_factory=list)
     loops: list[tuple[list[State], list[State]]] = field(default_factory=list)  # (breaks, continues)
@@ -125,12 +120,15 @@ class Analyzer:
         # else they depend on): cudalint.checks.fork.sparse_events
         self.sparse = sparse or {}
         self.checks = checks
+        # the checks a caller judges a callee's event with (cudalint.analysis.flow.own_only)
+        self.nested_checks = {kind: kept for kind, all_ in checks.items() if (kept := [c for c in all_ if getattr(c, "nested", True)])}
         self.derive = derive or {}
         self.init_keys = init_keys
         self.summaries: dict[tuple[str, str], Summary] = {}
         self.in_progress: set[tuple[str, str]] = set()
         self.findings: dict[tuple, Finding] = {}
         self.decided: set[tuple] = set()  # (check, path, event location) that already made its finding
+        self.replay = Replay()  # nested judgments another caller's state cannot change
         # a module's bit in the sets of modules whose top level ran (cudalint.analysis.facts.IMPORTED)
         self.bit: dict[str, int] = {path: 1 << i for i, path in enumerate(sorted({m.path for m in project.modules}))}
 
@@ -144,13 +142,13 @@ class Analyzer:
     # ---------- entry points -----------------------------------------------------------------
     def run(self) -> list[Finding]:
         for mod in sorted(self.project.modules, key=lambda m: m.path):
-            self.walk_root(mod, mod.top, include_main=True)
+            self.walk_root(mod, mod.top, include_main=True, exposes=False)
             for qualname in mod.functions:
                 self.function_summary(mod, qualname)
         return list(self.findings.values())
 
-    def walk_root(self, mod: ModuleIR, block: Block, include_main: bool, start: Optional[dict] = None) -> Summary:
-        w = _Walk(mod=mod, include_main=include_main)
+    def walk_root(self, mod: ModuleIR, block: Block, include_main: bool, start: Optional[dict] = None, exposes: bool = True) -> Summary:
+        w = _Walk(mod=mod, include_main=include_main, exposes=exposes)
         end = self.block(block, start or {}, w)
         return Summary(out=join([end] + w.returns), exposed=tuple(w.exposed))
 
@@ -195,6 +193,9 @@ class Analyzer:
             decided = (check, exposed.path, ev.loc)
             if decided in self.decided:
                 continue
+            if settled_at_once(check, ev):
+                self.decided.add(decided)
+                continue
 
             def lookup(key: str, _state=state, _local=exposed.local) -> Optional[Fact]:
                 return seen_from(_state, _local, key)
@@ -206,6 +207,30 @@ class Analyzer:
                     self.decided.add(decided)
             elif getattr(check, "local", False):
                 self.decided.add(decided)  # (any other state would answer the same)
+
+    def judge_nested(self, inner: Exposed, watched: Watched, reads: Reads) -> bool:
+        """The callee's exposed event `inner` judged in a caller's state, as `judge` does, with the
+        caller's Exposed (`watched`) and lookup (`reads`). True when no check made a finding that
+        another state could make differently (cudalint.analysis.replay)."""
+        ev = inner.event
+        same = True
+        for check in self.nested_checks[ev.kind]:
+            decided = (check, inner.path, ev.loc)
+            if decided in self.decided:
+                continue
+            if settled_at_once(check, ev):
+                self.decided.add(decided)
+                continue
+            finding = check(self, watched, reads, ())
+            if finding is not None:
+                self.report(finding)
+                if (finding.path, finding.line, finding.column) == (inner.path, ev.loc[0], ev.loc[1]):
+                    self.decided.add(decided)
+                else:
+                    same = False
+            elif getattr(check, "local", False):
+                self.decided.add(decided)
+        return same
 
     # ---------- walking -----------------------------------------------------------------------
     def block(self, block: Block, state: Optional[State], w: _Walk) -> Optional[State]:
@@ -331,10 +356,10 @@ class Analyzer:
         if kind in self.checks:
             exposed = Exposed(event=ev, path=w.mod.path, link=None, local={})
             self.judge(exposed, state, ())
-        if kind in self.checks or kind in self.derive:
+        if w.exposes and (kind in self.nested_checks or kind in self.derive):
             self.expose(w, Exposed(event=ev, path=w.mod.path, link=None, local=state))
         if kind in self.derive:
-            state = self.derived(ev, w.mod.path, None, state, state.get)
+            state = self.derived(ev, w.mod.path, state)
         return state
 
     def expose(self, w: _Walk, exposed: Exposed) -> None:
@@ -372,29 +397,32 @@ class Analyzer:
         root = os.path.dirname(os.path.dirname(path) if os.path.basename(path) == "__init__.py" else path)
         return os.path.normpath(mod.path).startswith(root + os.sep) if root else True
 
-    def derived(self, ev: Event, path: str, link: Link, state: State, lookup) -> State:
-        for key, fact in self._derive_facts(ev, path, link, lookup):
-            state = gen(state, [key], fact)
+    def derived(self, ev: Event, path: str, state: State) -> State:
+        for derive in self.derive[ev.kind]:
+            for key, fact in derive(ev, path, state.get):
+                state = gen(state, [key], fact)
         return state
-
-    def _derive_facts(self, ev: Event, path: str, link: Link, lookup) -> Iterable[tuple[str, Fact]]:
-        for derive in self.derive.get(ev.kind, ()):
-            # (not kept per event: vllm's 37,000 environment writes' facts held for the whole analysis
-            # were 26 MB of its peak, a derivation's are mostly dropped where the caller has them)
-            yield from derive(ev, path, link, lookup)
 
     def apply(self, summary: Summary, ev: Event, state: State, w: _Walk, note: str, module: Optional[str] = None) -> Optional[State]:
         """The callee's `summary` at the call (or import of `module`, a path) `ev`, in `state`."""
         step = Step(w.mod.path, ev.loc[0], note)
         done = imported(state)
         marks: dict[int, int] = {}  # an event's `fresh`, with `module` added: shared
-        # facts derived in this caller's state from the callee's events so far, in their order
-        # (the caller may hold facts the callee could not see, e.g. the start method it set)
+        # facts derived in this caller's state from the callee's events so far, in their order, where
+        # the caller's facts changed them (the caller may hold facts the callee could not see, e.g.
+        # the start method it set); the others the callee made itself, on its own paths
         extra: State = {}
         views: dict[int, object] = {}  # id(callee's state) -> seen(here, it): events in a row share a state
         here: State = state
+        # nothing this state holds changes what the callee's events make (cudalint.analysis.replay):
+        # they are not judged or derived again (only exposed, for the caller's callers)
+        judging = not self.replay.settled(summary, state)
+        if not judging and not w.exposes:
+            return self._after(summary, state, step, extra)
+        keys: Optional[set] = set() if judging else None  # what settles the summary, while it may
         for inner in summary.exposed:
             if done & inner.fresh:
+                keys = None
                 continue  # inside the top level of a module this path imported already: it does not run again
             fresh = inner.fresh
             if module is not None:
@@ -403,21 +431,38 @@ class Analyzer:
             if len(here) != len(state) + len(extra):  # (extra holds only keys state lacks)
                 here = {**extra, **state}
                 views.clear()
-            # judged in this caller's state: facts from here first, then the callee's own
-            if inner.event.kind in self.checks:
-                self.judge(Exposed(inner.event, inner.path, link, inner.local, fresh), here, ())
-            if inner.event.kind in self.derive:
-                before = lambda key, _s=here, _l=inner.local: seen_from(_s, _l, key)  # noqa: E731
-                for key, fact in self._derive_facts(inner.event, inner.path, link, before):
-                    if key not in state:
-                        extra.setdefault(key, fact)
-            if len(w.exposed) < 200:
+            if judging:
+                # judged in this caller's state: facts from here first, then the callee's own
+                kind = inner.event.kind
+                reads = Reads(here, inner.local)
+                same = True
+                if kind in self.nested_checks:
+                    watched = Watched(Exposed(inner.event, inner.path, link, inner.local, fresh))
+                    same = self.judge_nested(inner, watched, reads) and not watched.linked
+                made = [pair for derive in self.derive.get(kind, ()) for pair in derive(inner.event, inner.path, reads)]
+                read = reads.callee_only()
+                if read is not None and keys is not None and same:
+                    keys |= read
+                else:
+                    keys = None
+                if read is None:
+                    # (otherwise the callee made these facts too, where they hold on its paths)
+                    for key, fact in made:
+                        if key not in state:
+                            extra.setdefault(key, fact)
+            if w.exposes and len(w.exposed) < 200:
                 # the callee's facts that hold from this call (cudalint.analysis.facts.holds), joined with the caller's
                 # the callee's facts that hold from this call, under the caller's (cudalint.analysis.facts.Seen)
                 view = views.get(id(inner.local))
                 if view is None:
                     view = views[id(inner.local)] = seen(here, inner.local)
                 self.expose(w, Exposed(inner.event, inner.path, link, view, fresh))
+        if keys is not None:
+            self.replay.settle(summary, keys)
+        return self._after(summary, state, step, extra)
+
+    def _after(self, summary: Summary, state: State, step: Step, extra: State) -> Optional[State]:
+        """The caller's state after the call: the callee's facts at its returns, and `extra`."""
         if summary.out is None:
             return None
         added = {

@@ -15,7 +15,8 @@ from typing import Callable, Iterable, Optional
 
 from cudalint.core.catalogue import Catalogue
 from cudalint.core.findings import Finding
-from cudalint.analysis.flow import Exposed, local
+from cudalint.analysis.check_marks import local
+from cudalint.analysis.flow import Exposed
 
 NOT_STRINGS = {"int", "float", "bool", "NoneType", "list", "tuple", "dict", "set", "complex"}
 DEVICE_ORDERS = ("FASTEST_FIRST", "PCI_BUS_ID")

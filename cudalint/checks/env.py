@@ -113,7 +113,7 @@ def derivations(names: Optional[frozenset[str]] = None) -> dict[str, list]:
     `unless_env`/`when_env` conditions: "env_set:V" (V holds some value) and "env_value:V=L".
     `names`: only for these variables (cudalint.checks.watched); None: for all."""
 
-    def written(ev, path, chain, lookup) -> Iterable[tuple[str, Fact]]:
+    def written(ev, path, lookup) -> Iterable[tuple[str, Fact]]:
         name = ev.data[0]
         if not name or not (ev.data[1] or ev.data[2]):  # `os.environ.pop(V)`: removes, sets nothing
             return []

@@ -60,19 +60,19 @@ def _dedup(steps: tuple[Step, ...]) -> tuple[Step, ...]:
 def derivations(target_version: str) -> dict[str, list]:
     # a derived fact's witness is the events themselves (where they are); the call chain to the
     # event being judged is added by the check, as for every other fact
-    def start_method(ev, path, chain, lookup) -> Iterable[tuple[str, Fact]]:
+    def start_method(ev, path, lookup) -> Iterable[tuple[str, Fact]]:
         method = ev.data[0] if ev.data and ev.data[0] in METHODS else "?"
         step = Step(path, ev.loc[0], f"{ev.text} sets the start method")
         return [(f"start_method:{method}", Fact((step,), (ev.text, path, ev.loc[0])))]
 
-    def process(ev, path, chain, lookup) -> Iterable[tuple[str, Fact]]:
+    def process(ev, path, lookup) -> Iterable[tuple[str, Fact]]:
         method, _, _ = resolve(ev.data[1], lookup, target_version)
         if method != "forkserver" or lookup(SERVER) is not None:
             return []
         step = Step(path, ev.loc[0], f"{ev.text} starts the fork server, with the environment as it is now")
         return [(SERVER, Fact((step,), (ev.text, path, ev.loc[0])))]
 
-    def env_write(ev, path, chain, lookup) -> Iterable[tuple[str, Fact]]:
+    def env_write(ev, path, lookup) -> Iterable[tuple[str, Fact]]:
         server = lookup(SERVER)
         if server is None:
             return []

@@ -24,6 +24,7 @@ from typing import Callable, Iterable, Optional
 from cudalint.checks.fork import _judged_without_callers
 from cudalint.checks.gpu_index import _dedup, resolve
 from cudalint.core.findings import Finding, Step
+from cudalint.analysis.check_marks import judges
 from cudalint.analysis.flow import Analyzer, Exposed
 from cudalint.analysis.facts import Fact
 from cudalint.core.ir import iter_events
@@ -33,7 +34,7 @@ READ = "env_read:CUDA_VISIBLE_DEVICES"
 
 
 def derivations() -> dict[str, list]:
-    def env_read(ev, path, chain, lookup) -> Iterable[tuple[str, Fact]]:
+    def env_read(ev, path, lookup) -> Iterable[tuple[str, Fact]]:
         if ev.data[0] != CVD:
             return []
         step = Step(path, ev.loc[0], f"{ev.text} reads this process's CUDA_VISIBLE_DEVICES")
@@ -112,9 +113,11 @@ def checks(enabled: Callable[[str], bool]) -> list[tuple[str, Callable]]:
             )
         return None
 
+    @judges(lambda ev: bool(ev.data[2]))
     def check_child(analyzer: Analyzer, exposed: Exposed, lookup, _prefix) -> Optional[Finding]:
         return judge(analyzer, exposed, lookup, child=True)
 
+    @judges(lambda ev: bool(ev.data) and ev.data[0] == CVD and len(ev.data) > 4 and bool(ev.data[4]))
     def check_own(analyzer: Analyzer, exposed: Exposed, lookup, _prefix) -> Optional[Finding]:
         ev = exposed.event
         if not ev.data or ev.data[0] != CVD:

@@ -21,6 +21,7 @@ from typing import Callable, Iterable, Optional
 
 from cudalint.analysis.callgraph import ProjectIndex
 from cudalint.core.findings import Finding, Step
+from cudalint.analysis.check_marks import judges, own_only
 from cudalint.analysis.flow import Analyzer, Exposed
 from cudalint.core.ir import Label, ModuleIR
 
@@ -123,6 +124,7 @@ def checks(enabled: Callable[[str], bool]) -> list[tuple[str, Callable]]:
             severity=severity,
         )
 
+    @own_only
     def check_sink(analyzer: Analyzer, exposed: Exposed, lookup, _prefix) -> Optional[Finding]:
         if exposed.nested:
             return None
@@ -174,6 +176,8 @@ def checks(enabled: Callable[[str], bool]) -> list[tuple[str, Callable]]:
             return finding(exposed, listed + steps, note, message, "error")
         return None
 
+    @own_only
+    @judges(lambda ev: len(ev.data) >= 5 and ev.data[0] == CVD and bool(ev.data[4]))
     def check_env(analyzer: Analyzer, exposed: Exposed, _lookup, _prefix) -> Optional[Finding]:
         ev = exposed.event
         if exposed.nested or len(ev.data) < 5 or ev.data[0] != CVD or not ev.data[4]:

@@ -1,0 +1,96 @@
+"""A callee's event judged again in a caller's state, skipped where that state cannot change the answer.
+
+Every caller judges the events its callee exposes in its own state (cudalint.analysis.flow.Analyzer.apply),
+and derives their facts there again. On a generated project of 2,000 modules in import cycles that was
+360,000 judgments of 240 environment writes, nearly all of which read only the callee's own facts and
+found nothing: the same question asked once per import path.
+
+A check is a function of the event, its path, the callee's facts (`Exposed.local`), the facts it looks
+up, and where the event was reached from (`Exposed.link`); a derivation of the same minus the link. A
+lookup answers from the caller's state first, else from the callee's, where that fact's conditions
+(`Fact.unless`) are absent from the caller's state (cudalint.analysis.facts.seen_from). So when no key a
+judgment looked up, and no condition of a fact it got, is in the caller's state, every answer came from
+the callee's facts alone; any other caller whose state lacks them all gets the same answers, in the same
+order, and the same verdict. What is remembered, per callee summary, is that every check of every event
+was decided (a finding is reported once per event: cudalint.analysis.flow.Analyzer.judge) or found
+nothing, and every derivation made only what the callee made itself, with the keys all of them read.
+A check that asked where the event was reached from settles nothing.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional, Union
+
+from cudalint.analysis.facts import Fact, holds
+
+if TYPE_CHECKING:
+    from cudalint.analysis.facts import Seen, State
+    from cudalint.analysis.flow import Exposed
+
+# the attributes of an Exposed that are the same for every nested judgment of one callee event
+# (`nested` is True for all of them); any other (link, chain, outermost, fresh) depends on the caller
+_SAME_IN_EVERY_CALLER = frozenset({"event", "path", "local", "nested"})
+
+
+class Reads:
+    """The lookup a nested judgment gets (`seen_from(here, local, key)`), noting every key it was
+    asked and the conditions of the callee's facts it answered with."""
+
+    __slots__ = ("here", "local", "keys")
+
+    def __init__(self, here: "State", local: "Union[State, Seen]"):
+        self.here = here
+        self.local = local
+        self.keys: list[str] = []
+
+    def __call__(self, key: str) -> Optional[Fact]:
+        self.keys.append(key)
+        mine = self.here.get(key)
+        if mine is not None:
+            return mine
+        fact = self.local.get(key)
+        if fact is not None and fact.unless:
+            self.keys.extend(fact.unless)
+            return holds(fact, self.here)
+        return fact
+
+    def callee_only(self) -> Optional[frozenset[str]]:
+        """The keys read, when the caller's state held none of them (every answer was the callee's)."""
+        keys = frozenset(self.keys)
+        return keys if self.here.keys().isdisjoint(keys) else None
+
+
+class Watched:
+    """The Exposed a check sees in a nested judgment, noting whether it read anything that depends on
+    the caller. A check reads its event through attribute access only (it never copies or compares it)."""
+
+    __slots__ = ("_exposed", "linked")
+
+    def __init__(self, exposed: "Exposed"):
+        self._exposed = exposed
+        self.linked = False
+
+    def __getattr__(self, name: str):
+        if name not in _SAME_IN_EVERY_CALLER:
+            self.linked = True
+        return getattr(self._exposed, name)
+
+
+class Replay:
+    """The summaries whose every event is left as it was by any caller's state lacking some keys
+    (cudalint.analysis.flow.Analyzer.apply): a summary kept alive here, so its id is not reused, with
+    those keys. Only summaries: most exposed events are judged once, in their one importer's walk, and
+    a memo per event and check was 250 MB on a generated project of 2,000 modules."""
+
+    def __init__(self) -> None:
+        self._settled: dict[int, tuple[object, frozenset[str]]] = {}
+        self._keys: dict[frozenset[str], frozenset[str]] = {}  # one copy of each set (most are alike)
+
+    def settled(self, summary: object, state: "State") -> bool:
+        """Every event of the callee's summary is decided, or found nothing and derives only the
+        callee's own facts, in any state lacking the keys they read: as `state` does."""
+        got = self._settled.get(id(summary))
+        return got is not None and got[0] is summary and state.keys().isdisjoint(got[1])
+
+    def settle(self, summary: object, keys: set[str]) -> None:
+        frozen = frozenset(keys)
+        self._settled[id(summary)] = (summary, self._keys.setdefault(frozen, frozen))

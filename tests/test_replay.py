@@ -1,0 +1,251 @@
+"""A callee's events are not judged again where the caller's state cannot change the answer
+(cudalint.analysis.replay), and are where it can. Each economy is paired with the finding it must keep."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from cudalint.analysis.facts import Fact, Seen
+from cudalint.analysis.flow import Analyzer, Exposed
+from cudalint.analysis.replay import Reads, Replay, Watched
+from cudalint.api import lint_paths
+from cudalint.checks import build_checks, build_derive, build_sparse, env, init_keys, watched
+from cudalint.core.catalogue import load_catalogue
+from cudalint.core.findings import Step
+from cudalint.core.ir import Event
+from cudalint.core.project import Project
+from cudalint.inputs.config import Config
+from cudalint.summary.from_bytes import _summarize_bytes
+
+
+def _fact(line: int, unless: tuple[str, ...] = ()) -> Fact:
+    return Fact((Step("m.py", line, "made here"),), ("x()", "m.py", line), unless)
+
+
+def _analyze(tmp_path: Path, files: dict[str, str]) -> Analyzer:
+    cat = load_catalogue()
+    config = Config()
+    mods = []
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        mods.append(_summarize_bytes(str(path), text.encode(), name[:-3].replace("/", "."), False, cat))
+    checks = build_checks(cat, config.enabled, config.target_version)
+    an = Analyzer(Project(mods), checks, init_keys, derive=build_derive(config.target_version, cat), imports=watched.import_keys(cat), sparse=build_sparse(cat))
+    an.run()
+    return an
+
+
+def _found(an: Analyzer) -> list[tuple[str, int, str]]:
+    return sorted((Path(f.path).name, f.line, f.code) for f in an.findings.values())
+
+
+def _count_env_judgments(monkeypatch) -> list[int]:
+    """Counts the calls of CUD001's check (a wrapper that passes the event through untouched)."""
+    calls: list[int] = []
+    real = env.checks
+
+    def counting(catalogue, enabled):
+        out = []
+        for kind, check in real(catalogue, enabled):
+            def wrapped(analyzer, exposed, lookup, prefix, _check=check):
+                calls.append(exposed.event.loc[0])
+                return _check(analyzer, exposed, lookup, prefix)
+
+            out.append((kind, wrapped))
+        return out
+
+    monkeypatch.setattr(env, "checks", counting)
+    return calls
+
+
+# ---------- the lookup and the event a nested judgment gets ----------------------------------------
+
+def test_reads_answers_as_seen_from_and_names_what_it_read() -> None:
+    mine, theirs = _fact(1), _fact(2)
+    reads = Reads({"a": mine}, {"a": theirs, "b": theirs})
+    assert reads("a") is mine and reads("b") is theirs and reads("c") is None
+    assert reads.keys == ["a", "b", "c"]
+    assert reads.callee_only() is None  # the caller's state answered "a"
+
+    reads = Reads({"imported": 1, "z": mine}, {"b": theirs})
+    assert reads("b") is theirs and reads("c") is None
+    assert reads.callee_only() == frozenset({"b", "c"})
+
+
+def test_reads_counts_the_conditions_of_the_callees_facts() -> None:
+    conditional = _fact(3, unless=("env_value:X=1",))
+    reads = Reads({}, {"init:driver": conditional})
+    assert reads("init:driver") is conditional
+    assert reads.callee_only() == frozenset({"init:driver", "env_value:X=1"})
+    # the condition holds in the caller: the fact is gone there, and that answer came from the caller
+    reads = Reads({"env_value:X=1": _fact(4)}, {"init:driver": conditional})
+    assert reads("init:driver") is None
+    assert reads.callee_only() is None
+
+
+def test_reads_sees_through_a_chain_of_callers() -> None:
+    inner = _fact(5)
+    chain = Seen({"q": _fact(6)}, {"p": inner})
+    reads = Reads({}, chain)
+    assert reads("p") is inner and reads("q") is not None
+    assert reads.callee_only() == frozenset({"p", "q"})
+
+
+def test_watched_notes_only_what_depends_on_the_caller() -> None:
+    ev = Event("env_write", (3, 1, 3, 9), "w", ("CUDA_VISIBLE_DEVICES", True, False, "0", ()))
+    link = (Step("a.py", 7, "calls f()"), None)
+    for name in ("event", "path", "local", "nested"):
+        watched = Watched(Exposed(ev, "m.py", link, {}))
+        getattr(watched, name)
+        assert not watched.linked, name
+    for name in ("link", "chain", "outermost", "fresh"):
+        watched = Watched(Exposed(ev, "m.py", link, {}))
+        getattr(watched, name)
+        assert watched.linked, name
+    watched = Watched(Exposed(ev, "m.py", link, {}))
+    assert watched.event is ev and watched.chain == (link[0],) and watched.nested
+
+
+def test_a_settled_summary_needs_a_state_without_its_keys() -> None:
+    replay, summary, other = Replay(), object(), object()
+    assert not replay.settled(summary, {})
+    replay.settle(summary, {"init:driver"})
+    assert replay.settled(summary, {}) and replay.settled(summary, {"imported": 3, "env_set:X": _fact(1)})
+    assert not replay.settled(summary, {"init:driver": _fact(1)})
+    assert not replay.settled(other, {})
+    replay.settle(other, {"init:driver"})
+    assert replay._settled[id(other)][1] is replay._settled[id(summary)][1]  # (one copy of equal key sets)
+
+
+# ---------- in the analysis ------------------------------------------------------------------------
+
+def test_a_settled_callee_is_judged_again_where_the_caller_holds_what_it_read(tmp_path: Path) -> None:
+    # a.py calls the helper before anything initialized (settled: it read only "init:..." keys the
+    # caller lacks); b.py calls it after torch.cuda.init(): the write is too late there
+    files = {
+        "a.py": "import lib\n\nlib.set_gpu()\n",
+        "b.py": "import torch\nimport lib\n\ntorch.cuda.init()\nlib.set_gpu()\n",
+        "lib.py": 'import os\n\n\ndef set_gpu():\n    os.environ["CUDA_VISIBLE_DEVICES"] = "0"\n',
+    }
+    an = _analyze(tmp_path, files)
+    assert _found(an) == [("lib.py", 5, "CUD001")]
+    (finding,) = an.findings.values()
+    assert [(Path(s.path).name, s.line) for s in finding.witness] == [("b.py", 4), ("b.py", 5), ("lib.py", 5)]
+
+
+def test_a_module_imported_by_many_is_judged_once_per_kind_of_state(tmp_path: Path, monkeypatch) -> None:
+    """benchmarks/adversarial.py's shape, small: every module imports a package whose top level writes
+    the variable; no importer initialized CUDA before, so one judgment per write settles them all."""
+    calls = _count_env_judgments(monkeypatch)
+    files = {"pkg/__init__.py": 'import os\n\nos.environ["CUDA_VISIBLE_DEVICES"] = "0"\nos.environ["CUDA_VISIBLE_DEVICES"] = "1"\n'}
+    for i in range(30):
+        files[f"user{i}.py"] = f"import pkg\n\n\ndef work{i}():\n    return {i}\n"
+    files["late.py"] = "import torch\n\ntorch.cuda.init()\nimport pkg\n"
+    an = _analyze(tmp_path, files)
+    assert _found(an) == [("__init__.py", 3, "CUD001"), ("__init__.py", 4, "CUD001")]
+    # each write: in its own walk, in the first importer's (which settles the package), in late.py's
+    # (init:driver held: judged, found); about 30 x 2 judgments without the replay
+    assert len(calls) <= 8, calls
+
+
+def test_a_derivation_that_read_the_callers_state_still_reaches_the_caller(tmp_path: Path) -> None:
+    # the fork server starts in the caller; the callee's write is after it only there
+    # (fixtures/CUD006/bad_set_forkserver.py's shape, the write in an imported module's function)
+    files = {
+        "cfg.py": 'import os\n\n\ndef configure():\n    os.environ["CUDA_VISIBLE_DEVICES"] = "1"\n',
+        "main.py": (
+            "import multiprocessing\nimport cfg\n\n\ndef serve(name):\n    print(name)\n\n\ndef start_two():\n"
+            '    multiprocessing.Process(target=serve, args=("a",)).start()\n'
+            "    cfg.configure()\n"
+            '    multiprocessing.Process(target=serve, args=("b",)).start()\n\n\n'
+            'if __name__ == "__main__":\n    multiprocessing.set_start_method("forkserver")\n    start_two()\n'
+        ),
+    }
+    an = _analyze(tmp_path, files)
+    assert _found(an) == [("main.py", 12, "CUD006")]
+
+
+def test_checks_a_caller_never_needs_are_not_run_there(tmp_path: Path, monkeypatch) -> None:
+    an = _analyze(tmp_path, {"m.py": "import os\n"})
+    nested = {kind: [c.__name__ for c in checks] for kind, checks in an.nested_checks.items()}
+    everything = {kind: [c.__name__ for c in checks] for kind, checks in an.checks.items()}
+    assert "check_env" in everything["env_write"] and "check_env" not in nested["env_write"]
+    assert "check_sink" in everything["gpu_index"] and "gpu_index" not in nested
+    assert "check_own" in nested["env_write"] and "check_env_write" in nested["env_write"]
+
+
+def test_a_check_that_wants_another_event_is_decided_at_once(tmp_path: Path) -> None:
+    text = 'import os\n\n\ndef setup():\n    os.environ["OMP_NUM_THREADS"] = "4"\n\n\nsetup()\nsetup()\n'
+    an = _analyze(tmp_path, {"m.py": text})
+    decided = {(check.__name__, loc[0]) for check, _path, loc in an.decided}
+    # CUD010's and CUD004's checks of CUDA_VISIBLE_DEVICES never look at another variable's write
+    assert ("check_own", 5) in decided and ("check_env", 5) in decided
+    assert ("check_env_write", 5) not in decided
+
+
+def test_lint_paths_agrees_with_itself_on_the_settled_shape(tmp_path: Path) -> None:
+    files = {
+        "pkg/__init__.py": 'import os\n\nos.environ["CUDA_VISIBLE_DEVICES"] = "0"\n',
+        "a.py": "import pkg\n",
+        "z.py": "import torch\n\ntorch.cuda.init()\nimport pkg\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    got = [(Path(f.path).name, f.line, f.code) for f in lint_paths([str(tmp_path)], jobs=1).findings]
+    assert got == [("__init__.py", 3, "CUD001")]
+
+
+def test_a_judgment_that_asked_where_it_was_reached_from_settles_nothing(tmp_path: Path) -> None:
+    """`torch.cuda.is_available()` initializes unless PYTORCH_NVML_BASED_CUDA_CHECK=1: CUD001 leaves
+    that to the outermost caller (cudalint.checks.fork._judged_without_callers reads the call steps).
+    helper()'s walk asks, and defers; z.py calls set_gpu() itself, without the variable: found."""
+    files = {
+        "a.py": 'import os\nimport lib\n\n\ndef helper():\n    lib.set_gpu()\n\n\nos.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"\nhelper()\n',
+        "lib.py": 'import os\nimport torch\n\n\ndef set_gpu():\n    torch.cuda.is_available()\n    os.environ["CUDA_VISIBLE_DEVICES"] = "0"\n',
+        "z.py": "import lib\n\nlib.set_gpu()\n",
+    }
+    an = _analyze(tmp_path, files)
+    assert _found(an) == [("lib.py", 7, "CUD001")]
+    (finding,) = an.findings.values()
+    assert [(Path(s.path).name, s.line) for s in finding.witness][-2:] == [("z.py", 3), ("lib.py", 7)]
+
+
+def test_an_event_skipped_as_already_imported_settles_nothing(tmp_path: Path) -> None:
+    """load() imports m, whose top level writes the variable: a.py imported m before calling it (the
+    write does not run again there), z.py did not, and initialized CUDA first."""
+    files = {
+        "a.py": "import m\nimport f\n\nf.load()\n",
+        "f.py": "def load():\n    import m\n",
+        "m.py": 'import os\n\nos.environ["CUDA_VISIBLE_DEVICES"] = "0"\n',
+        "z.py": "import torch\nimport f\n\ntorch.cuda.init()\nf.load()\n",
+    }
+    an = _analyze(tmp_path, files)
+    assert _found(an) == [("m.py", 3, "CUD001")]
+
+
+def test_a_finding_away_from_its_event_settles_nothing(tmp_path: Path) -> None:
+    """A check may report elsewhere than at its event (only the finding at the event decides it):
+    such a judgment is made again in the next caller's state."""
+    from cudalint.core.findings import Finding
+
+    calls: list[int] = []
+
+    def elsewhere(_analyzer, exposed, _lookup, _prefix):
+        calls.append(exposed.event.loc[0])
+        return Finding.at("CUD001", "other.py", (1, 1, 1, 2), message="m", witness=(), severity="error")
+
+    files = {
+        "a.py": "import lib\n\nlib.set_gpu()\nlib.set_gpu()\n",
+        "lib.py": 'import os\n\n\ndef set_gpu():\n    os.environ["CUDA_VISIBLE_DEVICES"] = "0"\n',
+    }
+    cat = load_catalogue()
+    mods = []
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+        mods.append(_summarize_bytes(str(tmp_path / name), text.encode(), name[:-3], False, cat))
+    an = Analyzer(Project(mods), {"env_write": [elsewhere]}, init_keys)
+    an.run()
+    # set_gpu's own walk, then each of a.py's two calls (the second imports nothing new)
+    assert calls == [5, 5, 5]
