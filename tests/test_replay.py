@@ -249,3 +249,28 @@ def test_a_finding_away_from_its_event_settles_nothing(tmp_path: Path) -> None:
     an.run()
     # set_gpu's own walk, then each of a.py's two calls (the second imports nothing new)
     assert calls == [5, 5, 5]
+
+
+def test_a_lookup_through_callers_answers_as_the_levels_merged_from_the_inside() -> None:
+    """Seen.get's shortcut (the outermost fact without conditions) against the merge it stands for
+    (Seen._merged, a level at a time from the innermost call outwards), on generated chains."""
+    import random
+
+    rng = random.Random(7)
+    keys = ["a", "b", "c"]
+    for _ in range(3000):
+        def state() -> dict:
+            out: dict = {}
+            for key in keys:
+                roll = rng.random()
+                if roll < 0.25:
+                    out[key] = _fact(rng.randrange(100))
+                elif roll < 0.45:
+                    out[key] = _fact(rng.randrange(100), unless=(rng.choice(keys),))
+            return out
+
+        chain = state()
+        for _level in range(rng.randrange(1, 5)):
+            chain = Seen(state(), chain)
+        for key in keys + ["imported"]:
+            assert chain.get(key) is (chain._merged(key) if key != "imported" else None), key

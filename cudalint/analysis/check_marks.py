@@ -1,4 +1,4 @@
-"""What a check's answer depends on, declared by the check, so the flow engine (cudalint.analysis.flow)
+"""What a check's answer (or a derivation's facts) depends on, declared by the check, so the flow engine (cudalint.analysis.flow)
 asks it no more often than that requires. Each mark is an attribute on the check function.
 """
 from __future__ import annotations
@@ -33,6 +33,13 @@ def judges(wants: Callable[[Event], bool]):
         return fn
 
     return mark
+
+
+def event_only(fn):
+    """Marks a derivation that makes its facts from the event and its path alone (it looks nothing up):
+    in a caller's state it makes what it made in the callee's walk, where those facts already are."""
+    fn.event_only = True
+    return fn
 
 
 def settled_at_once(check, ev: Event) -> bool:

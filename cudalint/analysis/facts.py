@@ -122,6 +122,24 @@ class Seen:
     def get(self, key: str) -> Optional[Fact]:
         if key == IMPORTED:
             return None
+        # From the outermost call inwards: the first fact without conditions is the answer (it holds
+        # wherever it was made, and a caller's fact replaces an inner one unless only the caller's is
+        # conditional). Only a conditional fact on the way needs the levels merged from the inside.
+        node: Union[State, Seen] = self
+        conditional = False
+        while type(node) is Seen:
+            mine = node.here.get(key)  # type: ignore[union-attr]
+            if mine is not None:
+                if not mine.unless:
+                    return mine
+                conditional = True
+            node = node.inner  # type: ignore[union-attr]
+        fact = node.get(key)  # type: ignore[union-attr]
+        if not conditional and (fact is None or not fact.unless):
+            return fact
+        return self._merged(key)
+
+    def _merged(self, key: str) -> Optional[Fact]:
         levels = []
         node: Union[State, Seen] = self
         while type(node) is Seen:

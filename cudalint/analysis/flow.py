@@ -123,6 +123,11 @@ class Analyzer:
         # the checks a caller judges a callee's event with (cudalint.analysis.flow.own_only)
         self.nested_checks = {kind: kept for kind, all_ in checks.items() if (kept := [c for c in all_ if getattr(c, "nested", True)])}
         self.derive = derive or {}
+        # per kind: the derivations that look facts up, and those that make theirs from the event alone
+        self.derive_split = {
+            kind: ([d for d in ds if not getattr(d, "event_only", False)], [d for d in ds if getattr(d, "event_only", False)])
+            for kind, ds in self.derive.items()
+        }
         self.init_keys = init_keys
         self.summaries: dict[tuple[str, str], Summary] = {}
         self.in_progress: set[tuple[str, str]] = set()
@@ -439,7 +444,8 @@ class Analyzer:
                 if kind in self.nested_checks:
                     watched = Watched(Exposed(inner.event, inner.path, link, inner.local, fresh))
                     same = self.judge_nested(inner, watched, reads) and not watched.linked
-                made = [pair for derive in self.derive.get(kind, ()) for pair in derive(inner.event, inner.path, reads)]
+                reading, fixed = self.derive_split.get(kind, ((), ()))
+                made = [pair for derive in reading for pair in derive(inner.event, inner.path, reads)]
                 read = reads.callee_only()
                 if read is not None and keys is not None and same:
                     keys |= read
@@ -447,6 +453,7 @@ class Analyzer:
                     keys = None
                 if read is None:
                     # (otherwise the callee made these facts too, where they hold on its paths)
+                    made += [pair for derive in fixed for pair in derive(inner.event, inner.path, reads)]
                     for key, fact in made:
                         if key not in state:
                             extra.setdefault(key, fact)

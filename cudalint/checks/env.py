@@ -12,6 +12,7 @@ from typing import Callable, Iterable, Optional
 from cudalint.core.catalogue import Catalogue, EnvVar, env_fact
 from cudalint.core.findings import Finding, Step
 from cudalint.checks.fork import _judged_without_callers
+from cudalint.analysis.check_marks import event_only
 from cudalint.analysis.flow import Exposed
 from cudalint.analysis.facts import Fact
 
@@ -113,6 +114,7 @@ def derivations(names: Optional[frozenset[str]] = None) -> dict[str, list]:
     `unless_env`/`when_env` conditions: "env_set:V" (V holds some value) and "env_value:V=L".
     `names`: only for these variables (cudalint.checks.watched); None: for all."""
 
+    @event_only
     def written(ev, path, lookup) -> Iterable[tuple[str, Fact]]:
         name = ev.data[0]
         if not name or not (ev.data[1] or ev.data[2]):  # `os.environ.pop(V)`: removes, sets nothing

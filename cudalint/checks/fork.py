@@ -15,6 +15,7 @@ from typing import Callable, Iterable, Optional
 
 from cudalint.analysis.callgraph import ProjectIndex
 from cudalint.core.findings import Finding, Step
+from cudalint.analysis.check_marks import event_only
 from cudalint.analysis.flow import Analyzer, Exposed
 from cudalint.analysis.facts import Fact
 
@@ -60,6 +61,7 @@ def _dedup(steps: tuple[Step, ...]) -> tuple[Step, ...]:
 def derivations(target_version: str) -> dict[str, list]:
     # a derived fact's witness is the events themselves (where they are); the call chain to the
     # event being judged is added by the check, as for every other fact
+    @event_only
     def start_method(ev, path, lookup) -> Iterable[tuple[str, Fact]]:
         method = ev.data[0] if ev.data and ev.data[0] in METHODS else "?"
         step = Step(path, ev.loc[0], f"{ev.text} sets the start method")

@@ -24,7 +24,7 @@ from typing import Callable, Iterable, Optional
 from cudalint.checks.fork import _judged_without_callers
 from cudalint.checks.gpu_index import _dedup, resolve
 from cudalint.core.findings import Finding, Step
-from cudalint.analysis.check_marks import judges
+from cudalint.analysis.check_marks import event_only, judges
 from cudalint.analysis.flow import Analyzer, Exposed
 from cudalint.analysis.facts import Fact
 from cudalint.core.ir import iter_events
@@ -34,6 +34,7 @@ READ = "env_read:CUDA_VISIBLE_DEVICES"
 
 
 def derivations() -> dict[str, list]:
+    @event_only
     def env_read(ev, path, lookup) -> Iterable[tuple[str, Fact]]:
         if ev.data[0] != CVD:
             return []
