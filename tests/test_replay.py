@@ -66,22 +66,22 @@ def test_reads_answers_as_seen_from_and_names_what_it_read() -> None:
     reads = Reads({"a": mine}, {"a": theirs, "b": theirs})
     assert reads("a") is mine and reads("b") is theirs and reads("c") is None
     assert reads.keys == ["a", "b", "c"]
-    assert reads.callee_only() is None  # the caller's state answered "a"
+    assert reads.callee_only() is False  # the caller's state answered "a"
 
     reads = Reads({"imported": 1, "z": mine}, {"b": theirs})
     assert reads("b") is theirs and reads("c") is None
-    assert reads.callee_only() == frozenset({"b", "c"})
+    assert reads.callee_only() is True and reads.keys == ["b", "c"]
 
 
 def test_reads_counts_the_conditions_of_the_callees_facts() -> None:
     conditional = _fact(3, unless=("env_value:X=1",))
     reads = Reads({}, {"init:driver": conditional})
     assert reads("init:driver") is conditional
-    assert reads.callee_only() == frozenset({"init:driver", "env_value:X=1"})
+    assert reads.callee_only() is True and reads.keys == ["init:driver", "env_value:X=1"]
     # the condition holds in the caller: the fact is gone there, and that answer came from the caller
     reads = Reads({"env_value:X=1": _fact(4)}, {"init:driver": conditional})
     assert reads("init:driver") is None
-    assert reads.callee_only() is None
+    assert reads.callee_only() is False
 
 
 def test_reads_sees_through_a_chain_of_callers() -> None:
@@ -89,7 +89,7 @@ def test_reads_sees_through_a_chain_of_callers() -> None:
     chain = Seen({"q": _fact(6)}, {"p": inner})
     reads = Reads({}, chain)
     assert reads("p") is inner and reads("q") is not None
-    assert reads.callee_only() == frozenset({"p", "q"})
+    assert reads.callee_only() is True and reads.keys == ["p", "q"]
 
 
 def test_watched_notes_only_what_depends_on_the_caller() -> None:
@@ -168,7 +168,7 @@ def test_a_derivation_that_read_the_callers_state_still_reaches_the_caller(tmp_p
 
 def test_checks_a_caller_never_needs_are_not_run_there(tmp_path: Path, monkeypatch) -> None:
     an = _analyze(tmp_path, {"m.py": "import os\n"})
-    nested = {kind: [c.__name__ for c in checks] for kind, checks in an.nested_checks.items()}
+    nested = {kind: [c.__name__ for c, _wants, _local in checks] for kind, checks in an.nested_checks.items()}
     everything = {kind: [c.__name__ for c in checks] for kind, checks in an.checks.items()}
     assert "check_env" in everything["env_write"] and "check_env" not in nested["env_write"]
     assert "check_sink" in everything["gpu_index"] and "gpu_index" not in nested

@@ -121,7 +121,12 @@ class Analyzer:
         self.sparse = sparse or {}
         self.checks = checks
         # the checks a caller judges a callee's event with (cudalint.analysis.flow.own_only)
-        self.nested_checks = {kind: kept for kind, all_ in checks.items() if (kept := [c for c in all_ if getattr(c, "nested", True)])}
+        # (check, what events it wants or None, whether it is local: cudalint.analysis.check_marks)
+        self.nested_checks = {
+            kind: kept
+            for kind, all_ in checks.items()
+            if (kept := [(c, getattr(c, "wants", None), getattr(c, "local", False)) for c in all_ if getattr(c, "nested", True)])
+        }
         self.derive = derive or {}
         # per kind: the derivations that look facts up, and those that make theirs from the event alone
         self.derive_split = {
@@ -213,19 +218,22 @@ class Analyzer:
             elif getattr(check, "local", False):
                 self.decided.add(decided)  # (any other state would answer the same)
 
-    def judge_nested(self, inner: Exposed, watched: Watched, reads: Reads) -> bool:
-        """The callee's exposed event `inner` judged in a caller's state, as `judge` does, with the
-        caller's Exposed (`watched`) and lookup (`reads`). True when no check made a finding that
-        another state could make differently (cudalint.analysis.replay)."""
+    def judge_nested(self, inner: Exposed, link: Link, fresh: int, reads: Reads) -> bool:
+        """The callee's exposed event `inner`, reached through `link`, judged in a caller's state, as
+        `judge` does, with the caller's lookup `reads`. True when no check made a finding that another
+        state could make differently, nor asked where the event was reached from (cudalint.analysis.replay)."""
         ev = inner.event
         same = True
-        for check in self.nested_checks[ev.kind]:
+        watched = None
+        for check, wants, local in self.nested_checks[ev.kind]:
             decided = (check, inner.path, ev.loc)
             if decided in self.decided:
                 continue
-            if settled_at_once(check, ev):
-                self.decided.add(decided)
+            if wants is not None and not wants(ev):
+                self.decided.add(decided)  # (cudalint.analysis.check_marks.judges)
                 continue
+            if watched is None:
+                watched = Watched(Exposed(ev, inner.path, link, inner.local, fresh))
             finding = check(self, watched, reads, ())
             if finding is not None:
                 self.report(finding)
@@ -233,9 +241,9 @@ class Analyzer:
                     self.decided.add(decided)
                 else:
                     same = False
-            elif getattr(check, "local", False):
+            elif local:
                 self.decided.add(decided)
-        return same
+        return same and (watched is None or not watched.linked)
 
     # ---------- walking -----------------------------------------------------------------------
     def block(self, block: Block, state: Optional[State], w: _Walk) -> Optional[State]:
@@ -440,18 +448,15 @@ class Analyzer:
                 # judged in this caller's state: facts from here first, then the callee's own
                 kind = inner.event.kind
                 reads = Reads(here, inner.local)
-                same = True
-                if kind in self.nested_checks:
-                    watched = Watched(Exposed(inner.event, inner.path, link, inner.local, fresh))
-                    same = self.judge_nested(inner, watched, reads) and not watched.linked
+                same = self.judge_nested(inner, link, fresh, reads) if kind in self.nested_checks else True
                 reading, fixed = self.derive_split.get(kind, ((), ()))
                 made = [pair for derive in reading for pair in derive(inner.event, inner.path, reads)]
-                read = reads.callee_only()
-                if read is not None and keys is not None and same:
-                    keys |= read
+                clean = reads.callee_only()
+                if clean and keys is not None and same:
+                    keys.update(reads.keys)
                 else:
                     keys = None
-                if read is None:
+                if not clean:
                     # (otherwise the callee made these facts too, where they hold on its paths)
                     made += [pair for derive in fixed for pair in derive(inner.event, inner.path, reads)]
                     for key, fact in made:

@@ -53,10 +53,9 @@ class Reads:
             return holds(fact, self.here)
         return fact
 
-    def callee_only(self) -> Optional[frozenset[str]]:
-        """The keys read, when the caller's state held none of them (every answer was the callee's)."""
-        keys = frozenset(self.keys)
-        return keys if self.here.keys().isdisjoint(keys) else None
+    def callee_only(self) -> bool:
+        """The caller's state held none of the keys read: every answer was the callee's."""
+        return self.here.keys().isdisjoint(self.keys)
 
 
 class Watched:
