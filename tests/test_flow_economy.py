@@ -8,25 +8,11 @@ from pathlib import Path
 
 from cudalint.analysis.flow import Analyzer
 from cudalint.api import lint_paths
-from cudalint.checks import build_checks, build_derive, build_sparse, init_keys, watched
-from cudalint.core.catalogue import load_catalogue
-from cudalint.core.project import Project
-from cudalint.inputs.config import Config
-from cudalint.summary.from_bytes import _summarize_bytes
+from tests.flow_projects import analyze
 
 
 def _analyze(tmp_path: Path, files: dict[str, str]) -> Analyzer:
-    cat = load_catalogue()
-    config = Config()
-    mods = []
-    for name, text in files.items():
-        path = tmp_path / name
-        path.write_text(text)
-        mods.append(_summarize_bytes(str(path), text.encode(), name[:-3], False, cat))
-    checks = build_checks(cat, config.enabled, config.target_version)
-    an = Analyzer(Project(mods), checks, init_keys, derive=build_derive(config.target_version, cat), imports=watched.import_keys(cat), sparse=build_sparse(cat))
-    an.run()
-    return an
+    return analyze(tmp_path, files)
 
 
 def _codes(tmp_path: Path, files: dict[str, str]) -> list[str]:

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from cudalint.analysis.facts import Fact, Seen
 from cudalint.analysis.flow import Analyzer, Exposed
 from cudalint.analysis.replay import Reads, Replay, Watched
 from cudalint.api import lint_paths
-from cudalint.checks import build_checks, build_derive, build_sparse, env, init_keys, watched
-from cudalint.core.catalogue import load_catalogue
+from cudalint.checks import env
 from cudalint.core.findings import Step
 from cudalint.core.ir import Event
-from cudalint.core.project import Project
-from cudalint.inputs.config import Config
-from cudalint.summary.from_bytes import _summarize_bytes
+from tests.flow_projects import analyze
 
 
 def _fact(line: int, unless: tuple[str, ...] = ()) -> Fact:
@@ -22,18 +21,7 @@ def _fact(line: int, unless: tuple[str, ...] = ()) -> Fact:
 
 
 def _analyze(tmp_path: Path, files: dict[str, str]) -> Analyzer:
-    cat = load_catalogue()
-    config = Config()
-    mods = []
-    for name, text in files.items():
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        mods.append(_summarize_bytes(str(path), text.encode(), name[:-3].replace("/", "."), False, cat))
-    checks = build_checks(cat, config.enabled, config.target_version)
-    an = Analyzer(Project(mods), checks, init_keys, derive=build_derive(config.target_version, cat), imports=watched.import_keys(cat), sparse=build_sparse(cat))
-    an.run()
-    return an
+    return analyze(tmp_path, files)
 
 
 def _found(an: Analyzer) -> list[tuple[str, int, str]]:
@@ -120,18 +108,42 @@ def test_a_settled_summary_needs_a_state_without_its_keys() -> None:
 
 # ---------- in the analysis ------------------------------------------------------------------------
 
-def test_a_settled_callee_is_judged_again_where_the_caller_holds_what_it_read(tmp_path: Path) -> None:
+_FOUND_IN_ANOTHER_CALLER = {
     # a.py calls the helper before anything initialized (settled: it read only "init:..." keys the
     # caller lacks); b.py calls it after torch.cuda.init(): the write is too late there
-    files = {
-        "a.py": "import lib\n\nlib.set_gpu()\n",
-        "b.py": "import torch\nimport lib\n\ntorch.cuda.init()\nlib.set_gpu()\n",
-        "lib.py": 'import os\n\n\ndef set_gpu():\n    os.environ["CUDA_VISIBLE_DEVICES"] = "0"\n',
-    }
+    "settled, then a caller holding what it read": (
+        {
+            "a.py": "import lib\n\nlib.set_gpu()\n",
+            "b.py": "import torch\nimport lib\n\ntorch.cuda.init()\nlib.set_gpu()\n",
+            "lib.py": 'import os\n\n\ndef set_gpu():\n    os.environ["CUDA_VISIBLE_DEVICES"] = "0"\n',
+        },
+        ("lib.py", 5),
+        [("b.py", 4), ("b.py", 5), ("lib.py", 5)],
+    ),
+    # `torch.cuda.is_available()` initializes unless PYTORCH_NVML_BASED_CUDA_CHECK=1: CUD001 leaves that
+    # to the outermost caller (cudalint.checks.fork._judged_without_callers reads the call steps), so a
+    # judgment that asked settles nothing. helper()'s walk asks, and defers; z.py calls set_gpu()
+    # itself, without the variable: found
+    "asked where it was reached from": (
+        {
+            "a.py": 'import os\nimport lib\n\n\ndef helper():\n    lib.set_gpu()\n\n\nos.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"\nhelper()\n',
+            "lib.py": 'import os\nimport torch\n\n\ndef set_gpu():\n    torch.cuda.is_available()\n    os.environ["CUDA_VISIBLE_DEVICES"] = "0"\n',
+            "z.py": "import lib\n\nlib.set_gpu()\n",
+        },
+        ("lib.py", 7),
+        [("z.py", 3), ("lib.py", 7)],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_FOUND_IN_ANOTHER_CALLER))
+def test_a_callee_settled_in_one_caller_is_judged_again_where_it_matters(tmp_path: Path, case: str) -> None:
+    files, (name, line), witness_tail = _FOUND_IN_ANOTHER_CALLER[case]
     an = _analyze(tmp_path, files)
-    assert _found(an) == [("lib.py", 5, "CUD001")]
+    assert _found(an) == [(name, line, "CUD001")]
     (finding,) = an.findings.values()
-    assert [(Path(s.path).name, s.line) for s in finding.witness] == [("b.py", 4), ("b.py", 5), ("lib.py", 5)]
+    steps = [(Path(s.path).name, s.line) for s in finding.witness]
+    assert steps[-len(witness_tail):] == witness_tail
 
 
 def test_a_module_imported_by_many_is_judged_once_per_kind_of_state(tmp_path: Path, monkeypatch) -> None:
@@ -197,21 +209,6 @@ def test_lint_paths_agrees_with_itself_on_the_settled_shape(tmp_path: Path) -> N
     assert got == [("__init__.py", 3, "CUD001")]
 
 
-def test_a_judgment_that_asked_where_it_was_reached_from_settles_nothing(tmp_path: Path) -> None:
-    """`torch.cuda.is_available()` initializes unless PYTORCH_NVML_BASED_CUDA_CHECK=1: CUD001 leaves
-    that to the outermost caller (cudalint.checks.fork._judged_without_callers reads the call steps).
-    helper()'s walk asks, and defers; z.py calls set_gpu() itself, without the variable: found."""
-    files = {
-        "a.py": 'import os\nimport lib\n\n\ndef helper():\n    lib.set_gpu()\n\n\nos.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"\nhelper()\n',
-        "lib.py": 'import os\nimport torch\n\n\ndef set_gpu():\n    torch.cuda.is_available()\n    os.environ["CUDA_VISIBLE_DEVICES"] = "0"\n',
-        "z.py": "import lib\n\nlib.set_gpu()\n",
-    }
-    an = _analyze(tmp_path, files)
-    assert _found(an) == [("lib.py", 7, "CUD001")]
-    (finding,) = an.findings.values()
-    assert [(Path(s.path).name, s.line) for s in finding.witness][-2:] == [("z.py", 3), ("lib.py", 7)]
-
-
 def test_an_event_skipped_as_already_imported_settles_nothing(tmp_path: Path) -> None:
     """load() imports m, whose top level writes the variable: a.py imported m before calling it (the
     write does not run again there), z.py did not, and initialized CUDA first."""
@@ -240,13 +237,7 @@ def test_a_finding_away_from_its_event_settles_nothing(tmp_path: Path) -> None:
         "a.py": "import lib\n\nlib.set_gpu()\nlib.set_gpu()\n",
         "lib.py": 'import os\n\n\ndef set_gpu():\n    os.environ["CUDA_VISIBLE_DEVICES"] = "0"\n',
     }
-    cat = load_catalogue()
-    mods = []
-    for name, text in files.items():
-        (tmp_path / name).write_text(text)
-        mods.append(_summarize_bytes(str(tmp_path / name), text.encode(), name[:-3], False, cat))
-    an = Analyzer(Project(mods), {"env_write": [elsewhere]}, init_keys)
-    an.run()
+    analyze(tmp_path, files, checks={"env_write": [elsewhere]})
     # set_gpu's own walk, then each of a.py's two calls (the second imports nothing new)
     assert calls == [5, 5, 5]
 
