@@ -41,8 +41,3 @@ def event_only(fn):
     fn.event_only = True
     return fn
 
-
-def settled_at_once(check, ev: Event) -> bool:
-    """The check finds nothing for this event, in any state (`judges`)."""
-    wants = getattr(check, "wants", None)
-    return wants is not None and not wants(ev)

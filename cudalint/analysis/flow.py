@@ -18,7 +18,6 @@ from cudalint.core.ir import Block, Branch, Event, Loop, MainGuard, ModuleIR, Tr
 from cudalint.core.project import Project
 from cudalint.summary.driven import DRIVES
 from cudalint.analysis.facts import Fact, IMPORTED, add_imported, gen, holds, imported, join, seen, seen_from
-from cudalint.analysis.check_marks import settled_at_once
 from cudalint.analysis.replay import Reads, Replay, Watched
 
 if TYPE_CHECKING:
@@ -120,12 +119,11 @@ class Analyzer:
         # else they depend on): cudalint.checks.fork.sparse_events
         self.sparse = sparse or {}
         self.checks = checks
-        # the checks a caller judges a callee's event with (cudalint.analysis.flow.own_only)
-        # (check, what events it wants or None, whether it is local: cudalint.analysis.check_marks)
+        # per kind: (check, the events it wants or None, whether it is local), its marks read once
+        # (cudalint.analysis.check_marks); and those a caller judges a callee's event with (not own_only)
+        self.marked_checks = {kind: [(c, getattr(c, "wants", None), getattr(c, "local", False)) for c in all_] for kind, all_ in checks.items()}
         self.nested_checks = {
-            kind: kept
-            for kind, all_ in checks.items()
-            if (kept := [(c, getattr(c, "wants", None), getattr(c, "local", False)) for c in all_ if getattr(c, "nested", True)])
+            kind: kept for kind, all_ in self.marked_checks.items() if (kept := [m for m in all_ if getattr(m[0], "nested", True)])
         }
         self.derive = derive or {}
         # per kind: the derivations that look facts up, and those that make theirs from the event alone
@@ -196,27 +194,18 @@ class Analyzer:
 
     def judge(self, exposed: Exposed, state: State, prefix: tuple[Step, ...]) -> None:
         ev = exposed.event
-        for check in self.checks.get(ev.kind, ()):
+        for check, wants, local in self.marked_checks.get(ev.kind, ()):
             # a check reports at its event, under one code per event (see Check): once it has, every
             # later judgment of that event (in another caller's state) would make a finding that
             # report() drops. Judging again anyway cost a finding and its witness per import path.
             decided = (check, exposed.path, ev.loc)
-            if decided in self.decided:
-                continue
-            if settled_at_once(check, ev):
-                self.decided.add(decided)
+            if decided in self.decided or self._unwanted(wants, ev, decided):
                 continue
 
             def lookup(key: str, _state=state, _local=exposed.local) -> Optional[Fact]:
                 return seen_from(_state, _local, key)
 
-            finding = check(self, exposed, lookup, prefix)
-            if finding is not None:
-                self.report(finding)
-                if (finding.path, finding.line, finding.column) == (exposed.path, ev.loc[0], ev.loc[1]):
-                    self.decided.add(decided)
-            elif getattr(check, "local", False):
-                self.decided.add(decided)  # (any other state would answer the same)
+            self._record(check(self, exposed, lookup, prefix), decided, local)
 
     def judge_nested(self, inner: Exposed, link: Link, fresh: int, reads: Reads) -> bool:
         """The callee's exposed event `inner`, reached through `link`, judged in a caller's state, as
@@ -227,23 +216,33 @@ class Analyzer:
         watched = None
         for check, wants, local in self.nested_checks[ev.kind]:
             decided = (check, inner.path, ev.loc)
-            if decided in self.decided:
-                continue
-            if wants is not None and not wants(ev):
-                self.decided.add(decided)  # (cudalint.analysis.check_marks.judges)
+            if decided in self.decided or self._unwanted(wants, ev, decided):
                 continue
             if watched is None:
                 watched = Watched(Exposed(ev, inner.path, link, inner.local, fresh))
-            finding = check(self, watched, reads, ())
-            if finding is not None:
-                self.report(finding)
-                if (finding.path, finding.line, finding.column) == (inner.path, ev.loc[0], ev.loc[1]):
-                    self.decided.add(decided)
-                else:
-                    same = False
-            elif local:
-                self.decided.add(decided)
+            same = self._record(check(self, watched, reads, ()), decided, local) and same
         return same and (watched is None or not watched.linked)
+
+    def _unwanted(self, wants: Optional[Callable[[Event], bool]], ev: Event, decided: tuple) -> bool:
+        """The check finds nothing for this event in any state (cudalint.analysis.check_marks.judges): decided now."""
+        if wants is None or wants(ev):
+            return False
+        self.decided.add(decided)
+        return True
+
+    def _record(self, finding: Optional[Finding], decided: tuple, local: bool) -> bool:
+        """Report a judgment's finding and decide its event where no other state can change that.
+        False when the finding is away from the event (another state may make another one)."""
+        if finding is None:
+            if local:
+                self.decided.add(decided)  # (any other state would answer the same)
+            return True
+        self.report(finding)
+        _check, path, loc = decided
+        if (finding.path, finding.line, finding.column) != (path, loc[0], loc[1]):
+            return False
+        self.decided.add(decided)
+        return True
 
     # ---------- walking -----------------------------------------------------------------------
     def block(self, block: Block, state: Optional[State], w: _Walk) -> Optional[State]:

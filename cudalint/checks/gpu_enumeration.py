@@ -120,9 +120,6 @@ def checks(enabled: Callable[[str], bool]) -> list[tuple[str, Callable]]:
 
     @judges(lambda ev: bool(ev.data) and ev.data[0] == CVD and len(ev.data) > 4 and bool(ev.data[4]))
     def check_own(analyzer: Analyzer, exposed: Exposed, lookup, _prefix) -> Optional[Finding]:
-        ev = exposed.event
-        if not ev.data or ev.data[0] != CVD:
-            return None
         return judge(analyzer, exposed, lookup, child=False)
 
     return [("child_env", check_child), ("env_write", check_own)]

@@ -126,8 +126,6 @@ def checks(enabled: Callable[[str], bool]) -> list[tuple[str, Callable]]:
 
     @own_only
     def check_sink(analyzer: Analyzer, exposed: Exposed, lookup, _prefix) -> Optional[Finding]:
-        if exposed.nested:
-            return None
         if lookup(READ) is not None:
             # the path reads CUDA_VISIBLE_DEVICES (itself or in a helper it calls): the code maps
             # between the numberings (DeepSpeed's _get_nvml_gpu_id: ids[torch_gpu_id] when it is set,
@@ -180,8 +178,6 @@ def checks(enabled: Callable[[str], bool]) -> list[tuple[str, Callable]]:
     @judges(lambda ev: len(ev.data) >= 5 and ev.data[0] == CVD and bool(ev.data[4]))
     def check_env(analyzer: Analyzer, exposed: Exposed, _lookup, _prefix) -> Optional[Finding]:
         ev = exposed.event
-        if exposed.nested or len(ev.data) < 5 or ev.data[0] != CVD or not ev.data[4]:
-            return None
         index = analyzer.index
         mod = index.module(exposed.path)
         if mod is None or pci_order_set(index, mod):
