@@ -180,7 +180,7 @@ def _lint_files(
 
         kept = sorted(apply_file_directives(loaded.reused, texts), key=Finding.sort_key)
         if cache is not None and loaded.run_key:
-            cache.put_run(loaded.run_key, [encode(f) for f in kept])
+            cache.put_run(loaded.run_key, kept)
         return LintResult(findings=tuple(kept), files=count)
     findings.extend(loaded.problems)
     modules.extend(loaded.modules)
@@ -214,7 +214,7 @@ def _lint_files(
         and not _per_file_ignored(f, config)
     ]
     if cache is not None and loaded.summary_key:  # before the files' directives, which no summary holds
-        cache.put_run(loaded.summary_key, [encode(f) for f in sorted(kept, key=Finding.sort_key)])
+        cache.put_run(loaded.summary_key, sorted(kept, key=Finding.sort_key))
     if kept:  # `# cudalint: noqa` silences a whole file; flake8 does not know it, so it applies there too
         from cudalint.engine.suppress import apply_file_directives
 
@@ -223,7 +223,7 @@ def _lint_files(
         kept = [_map_notebooks(f, notebooks) for f in kept]
     kept.sort(key=Finding.sort_key)
     if cache is not None and loaded.run_key:
-        cache.put_run(loaded.run_key, [encode(f) for f in kept])
+        cache.put_run(loaded.run_key, kept)
     return LintResult(findings=tuple(kept), files=count)
 
 

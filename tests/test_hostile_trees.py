@@ -110,7 +110,7 @@ def _damage(cache: Path, how: str, rng: random.Random) -> None:
         elif how == "unsigned":
             entry.write_bytes(data.partition(b"\n")[2])  # the JSON without its signature line
         elif how == "wrong_shape":
-            entry.write_bytes(data.partition(b"\n")[0] + b"\n" + json.dumps({"_": "ModuleIR", "top": 5}).encode())
+            entry.write_bytes(data.partition(b"\n")[0] + b"\n" + json.dumps({"ModuleIR": ["x.py", "x", 5, {"": []}, {"": []}, [], False, []]}).encode())
         elif how == "delete":
             entry.unlink()
         elif how == "link":

@@ -205,6 +205,24 @@ def test_a_link_inside_the_cache_folder_is_not_written_through(tmp_path: Path) -
     assert list(victim.iterdir()) == []
 
 
+def test_a_folder_made_a_link_after_this_process_wrote_there_is_not_written_through(tmp_path: Path) -> None:
+    """A process remembers the cache folders it checked (cudalint.core.cache_files._ready), and a
+    long-lived one (the language server) sees the folder change under it: a path that now leads
+    elsewhere is checked again."""
+    cache, victim = tmp_path / "cache", tmp_path / "victim"
+    victim.mkdir()
+    cache_files.write(cache, "v1/ab/" + "a" * 64 + ".json", b"{}")
+    assert cache_files.read(cache, "v1/ab/" + "a" * 64 + ".json") == {}
+    shutil.rmtree(cache / "v1" / "ab")
+    os.symlink(victim, cache / "v1" / "ab")
+    cache_files.write(cache, "v1/ab/" + "b" * 64 + ".json", b"{}")
+    assert list(victim.iterdir()) == []
+    os.unlink(cache / "v1" / "ab")  # a folder again, another one: written to once checked
+    cache_files.write(cache, "v1/ab/" + "c" * 64 + ".json", b"[]")
+    assert cache_files.read(cache, "v1/ab/" + "c" * 64 + ".json") == []
+    assert [p.name for p in (cache / "v1" / "ab").iterdir()] == ["c" * 64 + ".json"]
+
+
 def _project(tmp_path: Path) -> Path:
     src = tmp_path / "proj"
     src.mkdir()
@@ -276,10 +294,12 @@ def test_a_planted_catalogue_entry_hides_nothing(tmp_path: Path) -> None:
     "where,damage",
     [
         ("*.run", [1]),
-        ("*.run", [{"_": "Finding", "code": 5}]),
-        ("v1/*/*.json", {"_": "ModuleIR", "path": "x.py", "module": "x", "top": 5}),
+        ("*.run", [{"Finding": [5]}]),
+        ("*.run", [{"Finding": ["CUD001", "x.py", "1", 1, 1, 1, "m", [], "error", None]}]),
+        ("v1/*/*.json", {"ModuleIR": ["x.py", "x", 5, {"": []}, {"": []}, [], False, []]}),
         ("v1/*/*.json", [1, 2]),
-        ("v1/*/*.json", {"_": "Event", "kind": "init"}),
+        ("v1/*/*.json", {"Event": ["init"]}),
+        ("v1/*/*.json", {"_": "ModuleIR", "path": "x.py", "module": "x", "top": []}),  # (the form before 2)
         ("*.scans-*", {"0" * 64: [1, 2, 3]}),
         ("*.scans-*", [[], []]),
         ("*.idx", {"x": [1, 2, "nothex", 4]}),

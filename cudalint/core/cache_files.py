@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import itertools
 import json
 import os
 import re
@@ -141,14 +142,9 @@ def write(root: Path, name: str, payload: bytes) -> None:
         return
     target = root / name
     try:
-        if not _prepare(root) or not _contained(root, target.parent):
+        if not _ready(root, target.parent):
             return  # a folder inside the cache is a link that leads out of it
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if not _contained(root, target.parent):
-            return
-        import tempfile  # (a run the cache answers whole writes nothing)
-
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".json")
+        fd, tmp = _new_file(target.parent)
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(_HEADER + _mac(key, name, payload) + b"\n")
@@ -162,6 +158,56 @@ def write(root: Path, name: str, payload: bytes) -> None:
             raise
     except (OSError, ValueError):
         pass
+
+
+# folders of the cache this process made or found and checked to resolve inside it, with their
+# identity then: a cold run writes thousands of entries into 256 folders, and the checks cost two
+# `realpath`s each (a fifth of writing a small entry). A folder whose path now leads to another
+# folder (a link planted since, in a long-lived process: the language server) is checked again.
+_checked: dict[tuple[Path, Path], tuple[int, int]] = {}
+
+
+def _ready(root: Path, folder: Path) -> bool:
+    """Whether `folder` exists (made if need be) and resolves inside `root`."""
+    known = _checked.get((root, folder))
+    if known is not None:
+        try:
+            st = os.stat(folder)
+        except OSError:
+            st = None
+        if st is not None and (st.st_dev, st.st_ino) == known:
+            return True
+        del _checked[(root, folder)]
+    if not _prepare(root) or not _contained(root, folder):
+        return False
+    folder.mkdir(parents=True, exist_ok=True)
+    st = os.stat(folder)
+    if not _contained(root, folder):
+        return False
+    _checked[(root, folder)] = (st.st_dev, st.st_ino)
+    return True
+
+
+_names = itertools.count()
+_token = f"{os.getpid()}-{os.urandom(4).hex()}"
+
+
+def _new_file(folder: Path) -> tuple[int, str]:
+    """A new file of this process in `folder` (created, never opened where it was: O_EXCL, and no
+    link followed), as tempfile.mkstemp makes one, with a name made without a random draw each."""
+    if _token.split("-", 1)[0] != str(os.getpid()):  # (a forked child: its own names)
+        _renew_token()
+    while True:
+        tmp = os.path.join(folder, f".tmp-{_token}-{next(_names)}.json")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600), tmp
+        except FileExistsError:
+            continue
+
+
+def _renew_token() -> None:
+    global _token
+    _token = f"{os.getpid()}-{os.urandom(4).hex()}"
 
 
 def _contained(root: Path, folder: Path) -> bool:

@@ -19,11 +19,11 @@ from cudalint.core import cache_files
 from cudalint.core.catalogue import Catalogue
 from cudalint.core.findings import Finding
 from cudalint.core.ir import ModuleIR
-from cudalint.engine.serialize import decode, encode, loads
+from cudalint.engine.serialize import dumps, loads
 from cudalint.fingerprint import code_fingerprint
 
 CACHE_DIR_NAME = ".cudalint_cache"
-_FORMAT = "1"
+_FORMAT = "2"  # 2: positional objects (cudalint.engine.serialize)
 
 
 def catalogue_fingerprint(catalogue: Catalogue) -> str:
@@ -130,10 +130,10 @@ class Cache:
         if not cache_files.is_key(key):
             return
         try:
-            data = encode(value)
-        except RecursionError:
+            payload = dumps(value)
+        except (RecursionError, TypeError, ValueError):
             return  # an IR nested too deeply for json: the cache is an optimization, never a failure
-        self._write(self._file(key), data)
+        cache_files.write(self.directory, self._file(key), payload)
 
     # ---------- the index: path -> (mtime_ns, size, key), like ruff's mtime check ---------------
     # An unchanged stat stands for unchanged bytes, so a warm run hashes nothing; a mismatch falls
@@ -292,21 +292,20 @@ class Cache:
 
     def get_run(self, key: str) -> Optional[list[Finding]]:
         """The findings an earlier run with this exact input reported (decoded and checked)."""
-        value = cache_files.read(self.directory, self._run_file(key)) if cache_files.is_key(key) else None
-        if not isinstance(value, list):
-            return None
-        try:
-            findings = [decode(f) for f in value]
-        except (ValueError, TypeError, KeyError, RecursionError, AttributeError):
-            return None
-        if not all(isinstance(f, Finding) for f in findings):
+        findings = cache_files.read(self.directory, self._run_file(key), loads) if cache_files.is_key(key) else None
+        if not isinstance(findings, list) or not all(isinstance(f, Finding) for f in findings):
             return None
         self.runs_reused += 1
         return findings
 
-    def put_run(self, key: str, findings: list) -> None:
-        if cache_files.is_key(key):
-            self._write(self._run_file(key), findings)
+    def put_run(self, key: str, findings: list[Finding]) -> None:
+        if not cache_files.is_key(key):
+            return
+        try:
+            payload = dumps(findings)
+        except (RecursionError, TypeError, ValueError):
+            return
+        cache_files.write(self.directory, self._run_file(key), payload)
 
     # ---------- proven fixes (cudalint.fixes.fix_cache): plain JSON, shape-checked by the reader ----------
     def get_fixes(self, key: str) -> object:

@@ -14,13 +14,12 @@ Three names, from the cheapest to know to the most forgiving:
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Union
 
 from cudalint.core.deep import call_roomy as _deep
 from cudalint.core.findings import Finding
 from cudalint.core.ir import ModuleIR
-from cudalint.engine.serialize import encode
+from cudalint.engine.serialize import dumps
 
 if TYPE_CHECKING:
     from cudalint.engine.cache import Cache
@@ -39,7 +38,7 @@ def source_key(salt: str, run_salt: str, prefilter: bool, judged: Iterable[str],
         # the module name too: it comes from `__init__.py` files that need not be among the inputs
         h.update(f"\0{info.path}\0{info.module}\0{keys.get(info.path, '')}".encode(*_NAMES))
     for path in sorted(problems):
-        h.update(json.dumps(encode(problems[path])).encode())
+        h.update(dumps(problems[path]))
     return h.hexdigest()
 
 
@@ -66,7 +65,7 @@ def summary_key(
                 return None
         h.update(f"\0{info.path}\0{info.module}\0{info.is_package}\0{info.path in chosen}\0{name}".encode(*_NAMES))
     for path in sorted(problems):
-        h.update(json.dumps(encode(problems[path])).encode())
+        h.update(dumps(problems[path]))
     return h.hexdigest()
 
 
@@ -90,8 +89,8 @@ def same_summary(old: Optional[Union[ModuleIR, Finding]], new: Union[ModuleIR, F
     if old is None:
         return False
     try:
-        return encode(old) == encode(new)
-    except (TypeError, RecursionError):
+        return dumps(old) == dumps(new)
+    except (TypeError, ValueError, RecursionError):
         return False
 
 
