@@ -58,7 +58,8 @@ def _scan_task(
     stops: bool = True,
 ) -> tuple[str, str, Any, Optional[tuple[int, int]], Any]:
     """(path, key, scan, stamp, summary). A file `select` will surely choose (its own effects are
-    judged) is summarized right here from the scan's syntax tree: one parse instead of two.
+    judged), or probably will (`likely_selected`), is summarized right here from the scan's syntax
+    tree: one parse instead of two.
     `calls`/`stops`: which halves of the scan to make (cudalint.scan.scanner.scan_tree)."""
     info, salt = item
     try:
@@ -72,7 +73,7 @@ def _scan_task(
     if isinstance(data, Finding):
         return info.path, "", data, None, None
     from cudalint.scan.scanner import scan_tree
-    from cudalint.scan.select import surely_selected
+    from cudalint.scan.select import likely_selected, surely_selected
 
     key = Cache.make_key(salt, info.path, info.module, data)
     catalogue = _catalogue(extra)
@@ -80,7 +81,8 @@ def _scan_task(
     found, tree = _deep(lambda: scan_tree(data, catalogue, info.module, info.is_package, calls=calls, stops=stops))
     summary = None
     # (the scan parsed the bytes with every line end made `\n`: the summary wants the file's own)
-    if tree is not None and judged and surely_selected(found.kinds, judged) and b"\r" not in data:
+    wanted = judged and (surely_selected(found.kinds, judged) or likely_selected(found.kinds, found.imports, info.module))
+    if tree is not None and wanted and b"\r" not in data:
         summary = _summary_of_tree(info, key, salt, data, tree, catalogue, cache_dir)
     return info.path, key, _scan_raw(found), stamp, summary
 

@@ -125,6 +125,21 @@ def surely_selected(kinds: Iterable[str], judged: Iterable[str]) -> bool:
     return not (set(kinds) - _PROJECT_WIDE).isdisjoint(_wanted(set(judged)))
 
 
+def likely_selected(kinds: Iterable[str], imports: Iterable[str], modname: str) -> bool:
+    """Whether `select` will probably choose a file whose scan found these kinds and imports: it
+    has effects of some kind, or imports a module of its own package (which may have some, or
+    import one that does). Summarizing such a file from the scan's syntax tree saves parsing it
+    again, and one that is not chosen after all costs a summary nobody reads. Measured on the
+    fetched trees (selection at 2955f37, CPU of one process): timm 151 files chosen of 249 guessed,
+    1.14 s of parsing saved against 0.62 s of summaries made in vain; transformers 2,802 of 2,809;
+    vllm 130 of 170 (1.10 s against 0.30 s); diffusers, deepspeed, lightning, ultralytics,
+    accelerate, peft at most 3 in vain each; of the files chosen, at most 5 not guessed per tree."""
+    if kinds:
+        return True
+    root = modname.partition(".")[0]
+    return bool(root) and any(name == root or name.startswith(root + ".") for name in imports)
+
+
 def _select_coarse(scans: Mapping[str, Scan], kinds: Mapping[str, set[str]], edges, importers, relevant: set[str]) -> set[str]:
     """Every module below a relevant one that may establish a fact or end a path, and the modules
     on the way to it (without the files' text to follow calls)."""
