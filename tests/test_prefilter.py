@@ -419,3 +419,38 @@ def make():
     assert "Base" in mentions and "fine" in mentions
     assert [s.table[i] for i in s.defs["maybe"][3]] == ["helpers", "helpers.quit_now"]  # the alias, and the chain spelled
     assert s.names["stop"] == [s.table.index("pkg.util.stop")]
+
+
+def test_a_file_likely_chosen_is_parsed_once(tmp_path: Path, monkeypatch) -> None:
+    """A file with effects of any kind, or importing a module of its own package, is summarized
+    from the scan's syntax tree (cudalint.scan.select.likely_selected); the others are parsed again
+    only if the selection chooses them. Shapes from transformers (every model imports
+    `..utils`) and timm (layers that import only torch)."""
+    from cudalint.inputs import source
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "utils.py").write_text("import torch\n\ndef dev():\n    return torch.device('cuda', 0)\n")
+    (pkg / "model.py").write_text("from .utils import dev\n\ndef build():\n    return dev()\n")  # local import, no kinds
+    (pkg / "absolute.py").write_text("import pkg.utils\n\ndef build():\n    return pkg.utils.dev()\n")
+    (pkg / "plain.py").write_text("import math\nimport pkgtools\n\ndef area(r):\n    return math.pi * r * r\n")  # neither
+    (pkg / "train.py").write_text("import os\nfrom pkg.model import build\nbuild()\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'\n")
+    from cudalint.summary import from_bytes
+
+    parsed: list[str] = []
+    summarized: list[str] = []
+    real, real_summary = source.parse, from_bytes.summarize_tree
+    monkeypatch.setattr(source, "parse", lambda src: parsed.append(Path(src.path).name) or real(src))
+    monkeypatch.setattr(from_bytes, "summarize_tree", lambda path, *a: summarized.append(Path(path).name) or real_summary(path, *a))
+    lint_paths([str(pkg)], cache=None, jobs=1)
+    assert parsed == []  # every chosen file was guessed
+    assert sorted(summarized) == ["absolute.py", "model.py", "train.py", "utils.py"]  # not `plain.py` (nor the empty `__init__.py`)
+
+    (pkg / "plain.py").write_text("import math\nimport pkg.train\n\ndef area(r):\n    return math.pi * r * r\n")
+    (pkg / "helper.py").write_text("import math\n")  # chosen by no one, guessed by no one
+    (pkg / "stops.py").write_text("import math\n\ndef fail():\n    raise SystemExit(math.e)\n")
+    (pkg / "train.py").write_text("import os\nfrom pkg.model import build\nfrom pkg import stops\nstops.fail()\nbuild()\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'\n")
+    parsed.clear()
+    lint_paths([str(pkg)], cache=None, jobs=1)
+    assert parsed == ["stops.py"]  # chosen (it may end the path) without effects or a package import
