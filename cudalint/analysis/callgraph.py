@@ -24,6 +24,9 @@ class ProjectIndex:
         self._by_kind: dict[tuple[str, str], list[Event]] = {}
         self._uses: dict[tuple[str, str], Optional[tuple[Step, ...]]] = {}
         self._arg_sites: Optional[dict[tuple[str, str], list[tuple[ModuleIR, Event]]]] = None
+        # checks' own tables for this run, by name (cudalint.checks.gpu_index.numberings): they go
+        # with the index, so a later run (the language server's) never reads an earlier one's
+        self.memos: dict[str, dict] = {}
 
     def module(self, path: str) -> Optional[ModuleIR]:
         import os
