@@ -372,7 +372,7 @@ def test_the_halves_of_a_scan_make_the_whole() -> None:
 
 
 def test_scan_stores_the_call_graph_and_never_returning_paths() -> None:
-    """What cudalint.scan.select._Calls reads instead of parsing a file again."""
+    """What cudalint.scan.callreach._Calls reads instead of parsing a file again."""
     cat = load_catalogue()
     src = b"""import sys
 import helpers as h

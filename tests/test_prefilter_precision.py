@@ -141,12 +141,11 @@ def test_a_star_import_is_followed_only_where_the_name_is() -> None:
             importers.setdefault(t, []).append(p)
     calls = _Calls(index, scans, modules, _effective_kinds(scans, importers), importers, True)
     init = "pkg/__init__.py"
-    assert calls._provides(init, "pkg.one", "f")
-    assert not calls._provides(init, "pkg.one", "g")
-    assert calls._provides(init, "pkg.two", "g")  # through two's own star import
-    assert not calls._provides(init, "pkg.two", "f")
-    assert calls._provides(init, "pkg.loop_a", "anything")  # a cycle of star imports: unknown
-    assert calls._provides("pkg/uses_broken.py", "pkg.broken", "anything")  # does not parse: unknown
+    assert sorted(calls._providers(init, "f")) == ["pkg.loop_a", "pkg.one"]
+    assert sorted(calls._providers(init, "g")) == ["pkg.loop_a", "pkg.two"]  # through two's own star import
+    assert calls._providers(init, "anything") == ("pkg.loop_a",)  # a cycle of star imports: unknown
+    assert calls._providers("pkg/uses_broken.py", "anything") == ("pkg.broken",)  # does not parse: unknown
+    assert calls._providers("pkg/one.py", "f") == ()  # no star import at all
     # the node of a name the package does not define goes only where the name is
     node = calls._node(init, b"g")
     assert node is not None and "pkg.two.g" in node[1] and "pkg.one.g" not in node[1]
@@ -193,3 +192,69 @@ def test_an_int_first_argument_is_found_by_the_scan(text: str, init: bool) -> No
 )
 def test_an_assigned_api_is_found_by_the_scan(text: str, patched: bool) -> None:
     assert ("monkeypatch" in _kinds(text)) is patched
+
+
+# ---------- the question "may these calls reach an event of the kind" -----------------------------
+def _calls_of(files: dict[str, str]) -> _Calls:
+    scans, modules = _project(files)
+    index = _Index(modules)
+    importers: dict[str, list[str]] = {}
+    for p, s in scans.items():
+        for t in index.targets(p, s.imports):
+            importers.setdefault(t, []).append(p)
+    return _Calls(index, scans, modules, _effective_kinds(scans, importers), importers, True)
+
+
+# a helper chain into a module that writes the environment (the shape of transformers' utils, which
+# every model module calls through two or three layers), and a chain beside it that reaches nothing
+CHAIN = {
+    "pkg/__init__.py": "",
+    "pkg/env.py": "import os\ndef pin(i):\n    os.environ['CUDA_VISIBLE_DEVICES'] = str(i)\ndef idle():\n    pass\n",
+    "pkg/mid.py": "from pkg.env import pin, idle\ndef setup(i):\n    pin(i)\ndef rest():\n    idle()\n",
+    "pkg/a.py": "from pkg.mid import setup, rest\ndef go():\n    rest()\n    setup(0)\n",
+    "pkg/b.py": "from pkg.mid import setup\ndef run():\n    setup(1)\n",
+    "pkg/c.py": "from pkg.mid import rest\ndef calm():\n    rest()\n",
+}
+
+
+def test_reaching_marks_the_way_and_a_later_question_stops_on_it() -> None:
+    calls = _calls_of(CHAIN)
+    goal = {"*"}  # (an environment write)
+    assert calls.reaches("pkg/a.py", ["pkg.mid.rest", "pkg.mid.setup"], goal)
+    key = frozenset(goal)
+    # the nodes followed to the write, not the branch beside it
+    assert {("pkg/mid.py", b"setup"), ("pkg/env.py", b"pin")} <= calls.reached[key]
+    assert ("pkg/mid.py", b"rest") not in calls.reached[key] and ("pkg/env.py", b"idle") not in calls.reached[key]
+    asked: list = []
+    node = calls._node
+    calls._node = lambda path, name: asked.append((path, name)) or node(path, name)  # type: ignore[method-assign]
+    assert calls.reaches("pkg/b.py", ["pkg.mid.setup"], goal)
+    assert asked == []  # `setup` is known to reach it: nothing followed again
+
+
+def test_not_reaching_marks_every_node_seen_and_is_asked_once() -> None:
+    calls = _calls_of(CHAIN)
+    goal = {"*"}  # (an environment write)
+    assert not calls.reaches("pkg/c.py", ["pkg.mid.rest"], goal)
+    key = frozenset(goal)
+    assert {("pkg/mid.py", b"rest"), ("pkg/env.py", b"idle")} <= calls.unreached[key]
+    assert not calls.reached.get(key)
+    assert calls.reaches("pkg/a.py", ["pkg.mid.rest", "pkg.mid.setup"], goal)  # the other branch still reaches it
+    assert not calls.reaches("pkg/a.py", ["pkg.mid.rest"], goal)
+    assert not calls.reaches("pkg/a.py", ["pkg.mid.nothing_here"], goal)
+
+
+def test_a_cycle_of_calls_is_followed_once() -> None:
+    files = {
+        "pkg/__init__.py": "",
+        # (the module writes the environment, in a function the cycle never calls)
+        "pkg/ping.py": "import os\nfrom pkg import pong\ndef ping(n):\n    return pong.pong(n - 1) if n else os.getpid()\ndef pin():\n    os.environ['CUDA_VISIBLE_DEVICES'] = '0'\n",
+        "pkg/pong.py": "import os\nfrom pkg import ping\ndef pong(n):\n    return ping.ping(n - 1) if n else 0\ndef pin():\n    os.environ['CUDA_VISIBLE_DEVICES'] = '1'\n",
+        "pkg/main.py": "from pkg.ping import ping\ndef go():\n    ping(3)\n",
+    }
+    calls = _calls_of(files)
+    asked: list = []
+    node = calls._node
+    calls._node = lambda path, name: asked.append((path, name)) or node(path, name)  # type: ignore[method-assign]
+    assert not calls.reaches("pkg/main.py", ["pkg.ping.ping"], {"*"})
+    assert sorted(asked) == [("pkg/ping.py", b"ping"), ("pkg/pong.py", b"pong")]

@@ -268,7 +268,7 @@ class _Layout:
         """(the kinds the top level and the local functions it reaches may produce by themselves,
         the names of other modules they may call). Each function whose name reached code mentions
         is reached too; a class's name reaches its special methods and bases. Calls into other modules are
-        followed by cudalint.scan.select._Calls over `graph`."""
+        followed by cudalint.scan.callreach._Calls over `graph`."""
         # names, not words: the keys of a registry dict are strings, not calls of functions
         mention = set(_top_names(self.tree.body))
         used = set(_top_names(self.tree.body, uses=True))  # (the classes whose special methods may run)
@@ -319,7 +319,7 @@ class _Layout:
         """What `reach` needs from this file's text, as plain data: (the dotted names of other
         modules its code may call, the imported names -> indices of those, the defined names ->
         [own kinds, own imports, the defined names it mentions, indices of the dotted names]).
-        cudalint.scan.select._Calls walks it from any name without a tree."""
+        cudalint.scan.callreach._Calls walks it from any name without a tree."""
         table = sorted({t for ts in self.chains.values() for t in ts})
         at = {t: i for i, t in enumerate(table)}
         names = {k.decode(): [at[t] for t in ts] for k, ts in self.chains.items()}

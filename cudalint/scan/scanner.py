@@ -31,7 +31,7 @@ class Scan:
     top_targets: tuple[str, ...] = ()  # names of other modules its top level may call
     code_targets: tuple[str, ...] = ()  # names of other modules any of its code may call
     func_imports: tuple[str, ...] = ()  # modules its functions import
-    # the call graph of its functions and classes, for cudalint.scan.select._Calls (no tree needed there):
+    # the call graph of its functions and classes, for cudalint.scan.callreach._Calls (no tree needed there):
     table: tuple[str, ...] = ()  # dotted names of other modules its code may call; the ints below index it
     names: Mapping[str, list] = field(default_factory=dict)  # imported local name -> the dotted names it may stand for
     stars: tuple[str, ...] = ()  # modules it star-imports
