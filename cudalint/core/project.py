@@ -63,6 +63,8 @@ class Project:
     by_path: dict[str, ModuleIR] = field(default_factory=dict)
     _resolved: dict = field(default_factory=dict, repr=False)  # (importer's path, name) -> module
     _bindings: dict = field(default_factory=dict, repr=False)  # module path -> its reexports as a dict
+    _folders: dict = field(default_factory=dict, repr=False)  # module path -> its folder
+    _in_folder: dict = field(default_factory=dict, repr=False)  # (folder, name) -> module
 
     def __post_init__(self) -> None:
         for mod in self.modules:
@@ -74,16 +76,23 @@ class Project:
         key = (importer.path, name)
         if key in self._resolved:
             return self._resolved[key]
-        base = os.path.dirname(_norm(importer.path))
-        rel = name.replace(".", "/")
-        found = self._at(base, rel)
-        if found is None:
-            mods = self.by_name.get(name)
-            found = mods[0] if mods else None
-        if found is None:
-            found = self._from_ancestor(base, rel)
+        base = self._folders.get(importer.path)
+        if base is None:
+            base = self._folders[importer.path] = os.path.dirname(_norm(importer.path))
+        # (the answer depends on the importer's folder only: its modules share it, and on vllm
+        # 320,000 questions asked per importer were 40,000 per folder)
+        found = self._in_folder.get((base, name), self)
+        if found is self:
+            rel = name.replace(".", "/")
+            found = self._at(base, rel)
+            if found is None:
+                mods = self.by_name.get(name)
+                found = mods[0] if mods else None
+            if found is None:
+                found = self._from_ancestor(base, rel)
+            self._in_folder[(base, name)] = found
         self._resolved[key] = found
-        return found
+        return found  # type: ignore[return-value]
 
     def _from_ancestor(self, base: str, rel: str) -> Optional[ModuleIR]:
         """A folder without `__init__.py` above the importer (a namespace package, PEP 420:
