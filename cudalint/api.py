@@ -173,58 +173,61 @@ def _lint_files(
         uncached=tuple(overlay or ()),
         cutoff=not notebook_files,  # (the reused findings would need the notebooks' cells mapped)
     )
-    if loaded.reused is not None:
-        if not loaded.cut:
-            return LintResult(findings=tuple(loaded.reused), files=count)
-        from cudalint.engine.suppress import apply_file_directives
+    try:
+        if loaded.reused is not None:
+            if not loaded.cut:
+                return LintResult(findings=tuple(loaded.reused), files=count)
+            from cudalint.engine.suppress import apply_file_directives
 
-        kept = sorted(apply_file_directives(loaded.reused, texts), key=Finding.sort_key)
+            kept = sorted(apply_file_directives(loaded.reused, texts), key=Finding.sort_key)
+            if cache is not None and loaded.run_key:
+                cache.put_run(loaded.run_key, kept)
+            return LintResult(findings=tuple(kept), files=count)
+        findings.extend(loaded.problems)
+        modules.extend(loaded.modules)
+        for path in notebook_files:
+            result = load_notebook(path, catalogue, cache)
+            if isinstance(result, tuple):
+                notebooks[path] = result[0]
+                findings.extend(result[0].problems)
+                result = result[1]
+            if isinstance(result, Finding):
+                findings.append(result)
+            else:
+                modules.append(result)
+        project = Project(modules)
+        derive, imports, sparse = build_derive(config.target_version, catalogue), watched.import_keys(catalogue), build_sparse(catalogue)
+        analyzer = Analyzer(project, checks, init_keys, derive=derive, imports=imports, sparse=sparse)
+        try:
+            findings.extend(analyzer.run())
+        except RecursionError:  # deeply nested control flow: once more with a deep stack
+            from cudalint.core.deep import call_deep
+
+            analyzer = Analyzer(project, checks, init_keys, derive=derive, imports=imports, sparse=sparse)
+            findings.extend(call_deep(analyzer.run))
+        findings.extend(project_checks(analyzer, config.enabled, catalogue))
+        by_path = {m.path: m for m in modules}
+        kept = [
+            f
+            for f in findings
+            if config.enabled(f.code)
+            and not (noqa and suppressed(f, by_path.get(f.path)))
+            and not _per_file_ignored(f, config)
+        ]
+        if cache is not None and loaded.summary_key:  # before the files' directives, which no summary holds
+            cache.put_run(loaded.summary_key, sorted(kept, key=Finding.sort_key))
+        if kept:  # `# cudalint: noqa` silences a whole file; flake8 does not know it, so it applies there too
+            from cudalint.engine.suppress import apply_file_directives
+
+            kept = apply_file_directives(kept, texts, {p: nb.original for p, nb in notebooks.items()})
+        if notebooks:
+            kept = [_map_notebooks(f, notebooks) for f in kept]
+        kept.sort(key=Finding.sort_key)
         if cache is not None and loaded.run_key:
             cache.put_run(loaded.run_key, kept)
         return LintResult(findings=tuple(kept), files=count)
-    findings.extend(loaded.problems)
-    modules.extend(loaded.modules)
-    for path in notebook_files:
-        result = load_notebook(path, catalogue, cache)
-        if isinstance(result, tuple):
-            notebooks[path] = result[0]
-            findings.extend(result[0].problems)
-            result = result[1]
-        if isinstance(result, Finding):
-            findings.append(result)
-        else:
-            modules.append(result)
-    project = Project(modules)
-    derive, imports, sparse = build_derive(config.target_version, catalogue), watched.import_keys(catalogue), build_sparse(catalogue)
-    analyzer = Analyzer(project, checks, init_keys, derive=derive, imports=imports, sparse=sparse)
-    try:
-        findings.extend(analyzer.run())
-    except RecursionError:  # deeply nested control flow: once more with a deep stack
-        from cudalint.core.deep import call_deep
-
-        analyzer = Analyzer(project, checks, init_keys, derive=derive, imports=imports, sparse=sparse)
-        findings.extend(call_deep(analyzer.run))
-    findings.extend(project_checks(analyzer, config.enabled, catalogue))
-    by_path = {m.path: m for m in modules}
-    kept = [
-        f
-        for f in findings
-        if config.enabled(f.code)
-        and not (noqa and suppressed(f, by_path.get(f.path)))
-        and not _per_file_ignored(f, config)
-    ]
-    if cache is not None and loaded.summary_key:  # before the files' directives, which no summary holds
-        cache.put_run(loaded.summary_key, sorted(kept, key=Finding.sort_key))
-    if kept:  # `# cudalint: noqa` silences a whole file; flake8 does not know it, so it applies there too
-        from cudalint.engine.suppress import apply_file_directives
-
-        kept = apply_file_directives(kept, texts, {p: nb.original for p, nb in notebooks.items()})
-    if notebooks:
-        kept = [_map_notebooks(f, notebooks) for f in kept]
-    kept.sort(key=Finding.sort_key)
-    if cache is not None and loaded.run_key:
-        cache.put_run(loaded.run_key, kept)
-    return LintResult(findings=tuple(kept), files=count)
+    finally:
+        loaded.settle()  # (the workers write their cache entries while this analyzes)
 
 
 def _fingerprints(paths: Sequence[str]) -> str:

@@ -203,3 +203,24 @@ def test_a_package_init_that_goes_away_changes_what_the_cache_gives(tmp_path: Pa
         back = lint_paths(targets, cache=Cache.open(cache_dir, load_catalogue()))
         assert _findings(back) == _findings(with_init) == _findings(lint_paths(targets)), linted
         assert _findings(with_init) != _findings(plain), linted  # the name decides a finding
+
+
+def test_workers_write_their_entries_before_the_run_returns(tmp_path: Path) -> None:
+    """Pool workers keep the entries they make and write them as they exit, while the parent
+    analyzes (cudalint.engine.tasks.start_worker); the run waits for them before it returns."""
+    src = tmp_path / "proj"
+    for i in range(80):  # (over runner.PARALLEL_MIN_FILES: the run uses worker processes)
+        pkg = src / f"p{i // 20}"
+        pkg.mkdir(parents=True, exist_ok=True)
+        (pkg / "__init__.py").touch()
+        (pkg / f"m{i}.py").write_text(f"import os\nimport torch\n\ndef f{i}():\n    return torch.zeros(1).cuda()\n\nos.environ['CUDA_VISIBLE_DEVICES'] = '{i % 4}'\n")
+    cache = Cache.open(tmp_path / "cache", load_catalogue())
+    cold = lint_paths([str(src)], cache=cache, jobs=2)
+    entries = list((tmp_path / "cache" / "v1").rglob("*.json"))
+    assert cache.misses == 80 and len(entries) == 80  # every module summarized, every entry written
+    touched = src / "p1" / "m21.py"
+    touched.write_text(touched.read_text() + "\ndef more():\n    return 1\n")
+    again = Cache.open(tmp_path / "cache", load_catalogue())
+    warm = lint_paths([str(src)], cache=again, jobs=2)
+    assert again.misses == 1 and again.hits == 80  # (the edited file's old summary too: compared with its new one)
+    assert _findings(cold) == _findings(warm) == _findings(lint_paths([str(src)], jobs=1))

@@ -29,8 +29,8 @@ from cudalint.core.project import module_name
 from cudalint.core.deep import call_roomy as _deep
 from cudalint.engine.gc_pause import paused_gc
 from cudalint.engine.lean import Lean
-from cudalint.engine.tasks import _CALLS_FIELDS, FileInfo, _read, _run_chunk, _scan_task, _summary_task, _unpacker
-from cudalint.safepath import enter, trusted_cwd
+from cudalint.engine.tasks import _CALLS_FIELDS, FileInfo, _read, _run_chunk, _scan_task, _summary_task, _unpacker, start_worker
+from cudalint.safepath import trusted_cwd
 
 if TYPE_CHECKING:
     from cudalint.scan.scanner import Scan
@@ -55,6 +55,9 @@ class Loaded:
     # `reused` came by summary_key: the findings before the files' own `# cudalint: noqa` lines, which
     # a summary does not hold (the caller applies them)
     cut: bool = False
+    # waits until the pool's workers have written the cache entries they kept and exited
+    # (cudalint.engine.tasks.start_worker): the caller analyzes meanwhile, then calls it
+    settle: Callable[[], None] = lambda: None
 
 
 def default_jobs() -> int:
@@ -89,139 +92,155 @@ def load_files(
     packages: dict[str, str] = {}
     infos = [_info(p, texts.get(p), p not in uncached, packages) for p in paths]
     jobs = default_jobs() if jobs is None else max(1, jobs)
+    pool = _Pool(jobs if len(infos) >= PARALLEL_MIN_FILES else 1, tuple(extend_catalogue), catalogue, cores=jobs)
+    try:
+        loaded = _load(pool, infos, catalogue, cache, prefilter, judged, run_salt, cutoff)
+    finally:
+        settle = pool.close()
+    loaded.settle = settle
+    return loaded
+
+
+def _load(
+    pool: "_Pool",
+    infos: list[FileInfo],
+    catalogue: Catalogue,
+    cache: Optional[Cache],
+    prefilter: bool,
+    judged: Iterable[str],
+    run_salt: Optional[str],
+    cutoff: bool,
+) -> Loaded:
+    """`load_files` with its pool."""
     salt = cache.salt if cache is not None else ""
     info_of = {i.path: i for i in infos}
-    pool = _Pool(jobs if len(infos) >= PARALLEL_MIN_FILES else 1, tuple(extend_catalogue), catalogue, cores=jobs)
     cache_dir = str(cache.directory) if cache is not None else None
     lean = Lean()  # (the thread model's events, while no module makes a llama.cpp context: cudalint.engine.lean)
-    try:
-        # pass 1: keys and scans (from the cache's index when the file's mtime and size are unchanged)
-        keys: dict[str, str] = {}
-        scans: dict[str, Scan] = {}
-        problems: dict[str, Finding] = {}
-        todo: list[FileInfo] = []
-        known: list[FileInfo] = []  # unchanged since the index recorded their keys
-        digests: dict[str, Optional[str]] = {}  # path -> its scan's digest (cudalint.engine.cache.scan_digest)
-        before: dict[str, tuple[str, str]] = {}  # path -> (key, summary name) of the bytes it had, when they changed
-        for info in infos:
-            hint = cache.lookup(info.path, info.module) if cache is not None and info.text is None else None
-            if hint is not None:
-                keys[info.path] = hint
-                known.append(info)
-                digests[info.path] = cache.digest_of(info.path)  # type: ignore[union-attr]
-            else:
-                todo.append(info)
-
-        # summaries made in pass 1, from the scan's own syntax tree; from a worker still pickled (`_run_chunk`):
-        # as objects beside the scans and the selection's memos they made vllm's peak (388 of 418 MB)
-        early: dict[str, Any] = {}
-
-        def scan_all(todo: list[FileInfo]) -> None:
-            for path, key, raw, stamp, summary in pool.map_scans([(i, salt) for i in todo], judged=tuple(judged) if prefilter else (), cache_dir=cache_dir):
-                if isinstance(raw, Finding):
-                    problems[path] = raw
-                else:
-                    keys[path], scans[path] = key, _scan_from(raw)
-                    if cache is not None and stamp is not None and info_of[path].text is None:
-                        old = cache.previous(path)
-                        if old is not None and old[0] != key:
-                            before[path] = old
-                        digests[path] = cache.remember(path, info_of[path].module, stamp, key, raw)
-                    elif info_of[path].text is not None:  # an editor's buffer: its selection is reused too
-                        digests[path] = scan_digest(raw)
-                    if summary is not None:
-                        early[path] = summary if type(summary) is tuple else lean(path, summary, hold=path in before)
-
-        scan_all(todo)
-        run_key = ""
-        if cache is not None and run_salt is not None:
-            run_key = run_keys.source_key(salt, run_salt, prefilter, judged, infos, keys, problems)
-            reused = cache.get_run(run_key)
-            if reused is not None:
-                cache.save_index()
-                return Loaded(modules=[], problems=[], run_key=run_key, reused=reused)
-        memo = run_keys.selection_key(cache, infos, keys, digests, judged) if cache is not None and prefilter else None
-        remembered = cache.get_selection(memo) if memo is not None else None  # type: ignore[union-attr]
-        if remembered is not None:  # the same scans as a run before: its selection, and no scan read
-            chosen, broken = remembered
-            present = set(keys)
+    # pass 1: keys and scans (from the cache's index when the file's mtime and size are unchanged)
+    keys: dict[str, str] = {}
+    scans: dict[str, Scan] = {}
+    problems: dict[str, Finding] = {}
+    todo: list[FileInfo] = []
+    known: list[FileInfo] = []  # unchanged since the index recorded their keys
+    digests: dict[str, Optional[str]] = {}  # path -> its scan's digest (cudalint.engine.cache.scan_digest)
+    before: dict[str, tuple[str, str]] = {}  # path -> (key, summary name) of the bytes it had, when they changed
+    for info in infos:
+        hint = cache.lookup(info.path, info.module) if cache is not None and info.text is None else None
+        if hint is not None:
+            keys[info.path] = hint
+            known.append(info)
+            digests[info.path] = cache.digest_of(info.path)  # type: ignore[union-attr]
         else:
-            if known:  # the scans of the unchanged files, from the cache
-                again = []
-                for info in known:
-                    raw = cache.scan_of(keys[info.path])  # type: ignore[union-attr]
-                    if raw is None:
-                        again.append(info)
-                    else:
-                        scans[info.path] = _scan_from(raw)
-                scan_all(again)
-            from cudalint.scan.select import select  # (not needed by a run the cache answers whole)
+            todo.append(info)
 
-            with paused_gc():
-                chosen = set(scans) if not prefilter else _deep(lambda: select(scans, {i.path: i.module for i in infos if i.path in scans}, judged))
-            broken = {p for p, sc in scans.items() if not sc.syntax_ok}
-            present = set(scans)
-            if memo is not None:
-                cache.put_selection(memo, chosen, broken)  # type: ignore[union-attr]
-        # (selected: the summaries of pass 2 need the room more than the scans)
-        scans.clear()
-        if cache is not None:
-            cache.save_index(forget_scans=True)
-        # pass 2: summaries of the chosen files, and of the others CPython's parser refused (CUD900)
-        results: dict[str, Any] = {}
-        work: list[tuple[FileInfo, str, bool, str]] = []
-        stored: list[FileInfo] = []  # unchanged, summarized before: read only if no earlier run answers
-        summarized = 0
-        unpack = _unpacker()
-        for info in infos:
-            if info.path not in present:
-                continue
-            want = info.path in chosen
-            if not want and info.path not in broken:
-                continue
-            if want and info.path in early:
-                made = early.pop(info.path)  # (an object was made lean as it arrived: `scan_all`)
-                results[info.path] = lean(info.path, unpack(made), hold=info.path in before) if type(made) is tuple else made
-                summarized += 1
-                if cache is not None and info.cached:
-                    cache.misses += 1  # (made, and cached, while the file was scanned)
-                continue
-            if cache is not None and want and info.cached:
-                stored.append(info)
+    # summaries made in pass 1, from the scan's own syntax tree; from a worker still pickled (`_run_chunk`):
+    # as objects beside the scans and the selection's memos they made vllm's peak (388 of 418 MB)
+    early: dict[str, Any] = {}
+
+    def scan_all(todo: list[FileInfo]) -> None:
+        for path, key, raw, stamp, summary in pool.map_scans([(i, salt) for i in todo], judged=tuple(judged) if prefilter else (), cache_dir=cache_dir):
+            if isinstance(raw, Finding):
+                problems[path] = raw
             else:
-                work.append((info, keys[info.path], want, salt))
-        early.clear()  # (of files not chosen after all)
-        del unpack
-        fresh = [i for i in stored if i.path in before]  # compared with their old summaries below
-        keep = lambda path, value: lean(path, value, hold=path in before)  # noqa: E731
-        run_key, summarized = _summarize(pool, cache, fresh, work, keys, salt, chosen, results, run_key, summarized, cache_dir, keep)
-        cut_key = ""
-        if cache is not None and cutoff and run_salt is not None and run_key:
-            names = run_keys.summary_names(cache, infos, results, before, keys, present, chosen, broken)
-            cut_key = run_keys.summary_key(salt, run_salt, prefilter, judged, infos, chosen, names, problems) or ""
-            reused = cache.get_run(cut_key) if cut_key else None
-            if reused is not None:
-                cache.save_index()
-                return Loaded(modules=[], problems=[], run_key=run_key, reused=reused, summary_key=cut_key, cut=True)
-        rest = [i for i in stored if i.path not in results]
-        run_key, summarized = _summarize(pool, cache, rest, [], keys, salt, chosen, results, run_key, summarized, cache_dir, keep)
-        # (compared whole with their earlier summaries above; now as lean as the others)
-        for path in before:
-            if path in results:
-                results[path] = lean(path, results[path])
-        again = {p for p in lean.repair() if p in results}  # a module makes a llama.cpp context: every summary whole
-        if again:
-            for path in again:
-                del results[path]
-            whole = [i for i in infos if i.path in again]
-            stored_again = [i for i in whole if cache is not None and i.cached]
-            work_again = [(i, keys[i.path], True, salt) for i in whole if not (cache is not None and i.cached)]
-            hits = cache.hits if cache is not None else 0
-            run_key, _ = _summarize(pool, cache, stored_again, work_again, keys, salt, chosen, results, run_key, 0, cache_dir)
-            if cache is not None:
-                cache.hits = hits  # (mostly this run's own entries, read again: no earlier run's work)
-    finally:
-        pool.close()
+                keys[path], scans[path] = key, _scan_from(raw)
+                if cache is not None and stamp is not None and info_of[path].text is None:
+                    old = cache.previous(path)
+                    if old is not None and old[0] != key:
+                        before[path] = old
+                    digests[path] = cache.remember(path, info_of[path].module, stamp, key, raw)
+                elif info_of[path].text is not None:  # an editor's buffer: its selection is reused too
+                    digests[path] = scan_digest(raw)
+                if summary is not None:
+                    early[path] = summary if type(summary) is tuple else lean(path, summary, hold=path in before)
+
+    scan_all(todo)
+    run_key = ""
+    if cache is not None and run_salt is not None:
+        run_key = run_keys.source_key(salt, run_salt, prefilter, judged, infos, keys, problems)
+        reused = cache.get_run(run_key)
+        if reused is not None:
+            cache.save_index()
+            return Loaded(modules=[], problems=[], run_key=run_key, reused=reused)
+    memo = run_keys.selection_key(cache, infos, keys, digests, judged) if cache is not None and prefilter else None
+    remembered = cache.get_selection(memo) if memo is not None else None  # type: ignore[union-attr]
+    if remembered is not None:  # the same scans as a run before: its selection, and no scan read
+        chosen, broken = remembered
+        present = set(keys)
+    else:
+        if known:  # the scans of the unchanged files, from the cache
+            again = []
+            for info in known:
+                raw = cache.scan_of(keys[info.path])  # type: ignore[union-attr]
+                if raw is None:
+                    again.append(info)
+                else:
+                    scans[info.path] = _scan_from(raw)
+            scan_all(again)
+        from cudalint.scan.select import select  # (not needed by a run the cache answers whole)
+
+        with paused_gc():
+            chosen = set(scans) if not prefilter else _deep(lambda: select(scans, {i.path: i.module for i in infos if i.path in scans}, judged))
+        broken = {p for p, sc in scans.items() if not sc.syntax_ok}
+        present = set(scans)
+        if memo is not None:
+            cache.put_selection(memo, chosen, broken)  # type: ignore[union-attr]
+    # (selected: the summaries of pass 2 need the room more than the scans)
+    scans.clear()
+    if cache is not None:
+        cache.save_index(forget_scans=True)
+    # pass 2: summaries of the chosen files, and of the others CPython's parser refused (CUD900)
+    results: dict[str, Any] = {}
+    work: list[tuple[FileInfo, str, bool, str]] = []
+    stored: list[FileInfo] = []  # unchanged, summarized before: read only if no earlier run answers
+    summarized = 0
+    unpack = _unpacker()
+    for info in infos:
+        if info.path not in present:
+            continue
+        want = info.path in chosen
+        if not want and info.path not in broken:
+            continue
+        if want and info.path in early:
+            made = early.pop(info.path)  # (an object was made lean as it arrived: `scan_all`)
+            results[info.path] = lean(info.path, unpack(made), hold=info.path in before) if type(made) is tuple else made
+            summarized += 1
+            if cache is not None and info.cached:
+                cache.misses += 1  # (made, and cached, while the file was scanned)
+            continue
+        if cache is not None and want and info.cached:
+            stored.append(info)
+        else:
+            work.append((info, keys[info.path], want, salt))
+    early.clear()  # (of files not chosen after all)
+    del unpack
+    fresh = [i for i in stored if i.path in before]  # compared with their old summaries below
+    keep = lambda path, value: lean(path, value, hold=path in before)  # noqa: E731
+    run_key, summarized = _summarize(pool, cache, fresh, work, keys, salt, chosen, results, run_key, summarized, cache_dir, keep)
+    cut_key = ""
+    if cache is not None and cutoff and run_salt is not None and run_key:
+        names = run_keys.summary_names(cache, infos, results, before, keys, present, chosen, broken)
+        cut_key = run_keys.summary_key(salt, run_salt, prefilter, judged, infos, chosen, names, problems) or ""
+        reused = cache.get_run(cut_key) if cut_key else None
+        if reused is not None:
+            cache.save_index()
+            return Loaded(modules=[], problems=[], run_key=run_key, reused=reused, summary_key=cut_key, cut=True)
+    rest = [i for i in stored if i.path not in results]
+    run_key, summarized = _summarize(pool, cache, rest, [], keys, salt, chosen, results, run_key, summarized, cache_dir, keep)
+    # (compared whole with their earlier summaries above; now as lean as the others)
+    for path in before:
+        if path in results:
+            results[path] = lean(path, results[path])
+    again = {p for p in lean.repair() if p in results}  # a module makes a llama.cpp context: every summary whole
+    if again:
+        for path in again:
+            del results[path]
+        whole = [i for i in infos if i.path in again]
+        stored_again = [i for i in whole if cache is not None and i.cached]
+        work_again = [(i, keys[i.path], True, salt) for i in whole if not (cache is not None and i.cached)]
+        hits = cache.hits if cache is not None else 0
+        run_key, _ = _summarize(pool, cache, stored_again, work_again, keys, salt, chosen, results, run_key, 0, cache_dir)
+        if cache is not None:
+            cache.hits = hits  # (mostly this run's own entries, read again: no earlier run's work)
     modules: list[ModuleIR] = []
     out_problems: list[Finding] = []
     skipped = 0
@@ -360,10 +379,23 @@ class _Pool:
             parts = self.executor.map(_run_chunk, [fn.__name__] * len(chunks), chunks, [self.extra] * len(chunks), [kwargs] * len(chunks))
         return (result for part in parts for result in pickle.loads(part))
 
-    def close(self) -> None:
+    def close(self) -> Callable[[], None]:
+        """Let the workers go: they write the cache entries they kept (cudalint.engine.tasks._LATER)
+        and exit while this process goes on. Returns what waits for that."""
+        threads = []
         for executor in (self.executor, self.beside):
             if executor is not None:
-                executor.shutdown()
+                # (shutdown(wait=False) lets go of the thread that reaps the workers: kept to join)
+                threads.append(getattr(executor, "_executor_manager_thread", None))
+                executor.shutdown(wait=False)
+        self.executor = self.beside = None
+
+        def settle() -> None:
+            for thread in threads:
+                if thread is not None:
+                    thread.join()
+
+        return settle
 
 
 def _daemonic() -> bool:
@@ -382,7 +414,7 @@ def _executor(workers: int) -> Any:
 
     # (the pool's queues start multiprocessing's resource tracker, another `python -c` process)
     with trusted_cwd() as here:
-        return ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"), initializer=enter, initargs=(here,))
+        return ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"), initializer=start_worker, initargs=(here,))
 
 
 def _worth_splitting(info: FileInfo) -> bool:
