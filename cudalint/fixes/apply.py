@@ -34,7 +34,7 @@ from cudalint.inputs import source
 from cudalint.core.findings import Finding
 from cudalint.core.ir import ModuleIR
 from cudalint.fixes.files import load, write_atomic
-from cudalint.fixes.plan import ADD_DEVICE_ORDER_CODE, env_writes, plan_file
+from cudalint.fixes.plan import ADD_DEVICE_ORDER_CODE, ProjectWrites, plan_file
 
 if TYPE_CHECKING:
     from cudalint.fixes.files import Loaded
@@ -157,7 +157,7 @@ def fix_paths(paths: Sequence[str], config, write: bool = True) -> FixOutcome:
             continue
         loaded[path], irs[path] = got, ir
     # the variables the project writes anywhere: moving a write is certain only if it is the only one
-    writes = env_writes(_project_irs(files, catalogue, irs, load_module))
+    writes = ProjectWrites(lambda: _project_irs(files, catalogue, irs, load_module))
     for path, fs in by_path.items():
         if path in loaded:
             plans[path] = plan_file(path, cst.parse_module(loaded[path].text), fs, irs[path], writes)

@@ -105,7 +105,7 @@ def fixes_for(
     def load(path, catalogue_, text=None):
         return load_module(path, catalogue_, text, cache=cache if text is None else None)
 
-    writes = plan.env_writes(fix._project_irs(files, catalogue, irs, load))
+    writes = plan.ProjectWrites(lambda: fix._project_irs(files, catalogue, irs, load))
     for path, fs in by_path.items():
         if path in originals:
             plans[path] = plan.plan_file(path, cst.parse_module(originals[path]), fs, irs[path], writes)
