@@ -30,6 +30,7 @@ SUFFIXES = (".py", ".pyi", ".ipynb")
 class Discovered:
     files: tuple[str, ...]
     problems: tuple[Finding, ...]
+    reals: tuple[str, ...] = ()  # each file's real path (links resolved), as the walk found it
 
 
 def _is_venv(path: Path) -> bool:
@@ -102,14 +103,14 @@ def discover(paths: Iterable[str], exclude: Iterable[str] = (), respect_gitignor
     files: list[str] = []
     problems: list[Finding] = []
     exclude = tuple(exclude)
-    seen: set[str] = set()  # real paths of the files listed
+    seen: dict[str, None] = {}  # real paths of the files listed, in their order
     walked: set[str] = set()  # real paths of the folders walked: each once, however many links lead to it
     for given in paths:
         try:
             _given(given, exclude, respect_gitignore, files, problems, seen, walked)
         except (OSError, RuntimeError) as exc:  # e.g. a path inside a directory we may not search
             problems.append(problem(given, f"cannot read: {getattr(exc, 'strerror', None) or exc}"))
-    return Discovered(files=tuple(files), problems=tuple(problems))
+    return Discovered(files=tuple(files), problems=tuple(problems), reals=tuple(seen))
 
 
 def _given(given: str, exclude, respect_gitignore, files, problems, seen, walked) -> None:
@@ -120,7 +121,7 @@ def _given(given: str, exclude, respect_gitignore, files, problems, seen, walked
     if p.is_file() or (p.is_symlink() and not p.exists()) or not p.is_dir():
         key = os.path.realpath(given)
         if key not in seen:
-            seen.add(key)
+            seen[key] = None
             files.append(given)
         return
     specs = _ancestors_gitignores(p) if respect_gitignore else []
@@ -172,7 +173,7 @@ def _walk(top: Path, shown_top: str, top_specs, exclude, respect_gitignore, file
             key = os.path.realpath(entry.path)
         if key in seen:
             continue
-        seen.add(key)
+        seen[key] = None
         files.append(shown_child)
 
 
