@@ -247,3 +247,38 @@ def test_flake8_on_a_file_its_project_leaves_out_still_uses_the_cache(tmp_path: 
     assert [(p, r, code) for p, r, c, code, _ in first] == [(os.path.join("scratch", "t.py"), 6, "CUD001")]
     assert [p.suffix for p in (cache / "index").iterdir()] and all(p.stat().st_size for p in (cache / "index").iterdir())
     assert flake8_findings(flake8(proj, "--select", "CUD", "scratch/t.py", env=env)) == first
+
+
+def test_flake8s_main_process_analyzes_once_and_the_workers_look_their_files_up(tmp_path: Path, monkeypatch) -> None:
+    """`Plugin.parse_options` runs in flake8's main process before its workers start: the components
+    of the files flake8 was given are analyzed there, once, with cudalint's own workers; a (forked)
+    worker only looks its file up. A file whose text is not what was analyzed takes its own way."""
+    import argparse
+
+    import cudalint.api
+    from cudalint import flake8_plugin
+
+    proj = tmp_path / "proj"
+    pkg = proj / "pkg"
+    pkg.mkdir(parents=True)
+    (proj / "pyproject.toml").write_text('[project]\nname = "demo"\n', encoding="utf-8")
+    (pkg / "__init__.py").write_text("", encoding="utf-8")
+    (pkg / "a.py").write_text(BAD, encoding="utf-8")
+    (pkg / "b.py").write_text("from pkg import a\n\nimport os\nos.environ['CUDA_VISIBLE_DEVICES'] = '0'\n", encoding="utf-8")
+    (pkg / "plain.py").write_text("import torch\n\nX = torch.zeros(1)\n", encoding="utf-8")
+    monkeypatch.chdir(proj)
+    monkeypatch.setenv("CUDALINT_CACHE_DIR", str(tmp_path / "cache"))
+    flake8_plugin.Plugin.parse_options(argparse.Namespace(filenames=["pkg"]))
+    assert flake8_plugin.Plugin.selected
+    project = flake8_plugin._project_for("pkg/a.py")
+    assert sorted(project.early) == [os.path.join("pkg", n) for n in ("__init__.py", "a.py", "b.py", "plain.py")]
+    runs: list = []
+    real = cudalint.api.lint_files
+    monkeypatch.setattr(cudalint.api, "lint_files", lambda *a, **k: runs.append(a[0]) or real(*a, **k))
+    codes = {name: [(f.code, f.line) for f in flake8_plugin.findings_for(f"pkg/{name}", (pkg / name).read_text())] for name in ("a.py", "b.py", "plain.py")}
+    assert codes == {"a.py": [("CUD003", 5), ("CUD001", 6)], "b.py": [("CUD001", 4)], "plain.py": []}
+    assert runs == []  # every file was served by the main process's analysis
+    edited = (pkg / "a.py").read_text() + "\n# edited in the editor\n"
+    # its own way: the text differs from what was analyzed (an edited buffer is judged alone)
+    assert [(f.code, f.line) for f in flake8_plugin.findings_for("pkg/a.py", edited)] == [("CUD001", 6)]
+    assert runs == [["pkg/a.py"]]
