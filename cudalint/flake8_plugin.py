@@ -109,6 +109,7 @@ _PROJECTS: dict[tuple, _Project] = {}
 
 
 def _project_for(filename: str) -> _Project:
+    from cudalint.core.cache_files import usable_root
     from cudalint.engine.cache import CACHE_DIR_NAME, Cache
     from cudalint.core.catalogue import load_catalogue
     from cudalint.inputs.settings import resolve
@@ -125,7 +126,8 @@ def _project_for(filename: str) -> _Project:
     directory = Path(cache_dir) if cache_dir else root / CACHE_DIR_NAME
     # the catalogue's parsed TOML from the cache, as the CLI reads it (tomllib is pure Python: a
     # tenth of a second in every flake8 worker)
-    catalogue = load_catalogue(config.extend_catalogue, cache_dir=directory if directory.is_dir() and not directory.is_symlink() else None)
+    # (into a cache folder not made yet too: a flake8-only user's runs never parsed the TOML once)
+    catalogue = load_catalogue(config.extend_catalogue, cache_dir=usable_root(directory))
     cache = Cache.open(directory, catalogue)
     words = sorted(catalogue.trigger_words(), key=len, reverse=True)
     trigger = re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + r")\b")
