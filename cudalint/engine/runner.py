@@ -372,9 +372,7 @@ class _Pool:
 
         if self.executor is None:
             self.executor = _executor(self.jobs)
-        # many small chunks keep both workers busy to the end; order is restored by `map`
-        size = max(1, min(64, len(items) // (self.jobs * 8)))
-        chunks = [items[i : i + size] for i in range(0, len(items), size)]
+        chunks = _chunks(items, self.jobs)
         with trusted_cwd():  # (workers start here: Executor.map submits every chunk at once)
             parts = self.executor.map(_run_chunk, [fn.__name__] * len(chunks), chunks, [self.extra] * len(chunks), [kwargs] * len(chunks))
         return (result for part in parts for result in pickle.loads(part))
@@ -396,6 +394,36 @@ class _Pool:
                     thread.join()
 
         return settle
+
+
+def _chunks(items: list, jobs: int) -> list[list]:
+    """The items in runs of about equal bytes, in order (`map` keeps it): many small runs keep every
+    worker busy to the end, and a run of big files no longer makes one worker finish last (timm's
+    17 runs of 17 files each held 43 to 684 KB). At most 64 files a run, since each file
+    also costs a fixed amount."""
+    sizes = [_size(item[0]) for item in items]
+    target = max(1, sum(sizes) // (jobs * 16))
+    out: list[list] = []
+    run: list = []
+    held = 0
+    for item, size in zip(items, sizes):
+        run.append(item)
+        held += size
+        if held >= target or len(run) >= 64:
+            out.append(run)
+            run, held = [], 0
+    if run:
+        out.append(run)
+    return out
+
+
+def _size(info: FileInfo) -> int:
+    if info.text is not None:
+        return len(info.text)
+    try:
+        return os.stat(info.path).st_size
+    except OSError:
+        return 0
 
 
 def _daemonic() -> bool:

@@ -4,6 +4,8 @@ it; and how a chunk of that work travels back to the parent (cudalint.engine.run
 from __future__ import annotations
 
 import os
+import queue
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
@@ -95,18 +97,20 @@ def _summary_of_tree(info: FileInfo, key: str, salt: str, data: bytes, tree, cat
     return _deliver(info, key, salt, result, cache_dir)
 
 
-# In a worker process: the cache entries it made, written when it has nothing else to do, as it
-# exits (`start_worker`). Encoding a summary and writing it is an eighth of a worker's time on
-# transformers; at the end of pass 1 the parent selects, unpacks and analyzes alone (a fifth of the
-# run), while the workers would idle. None: write at once (in-process runs, flake8's workers).
-_LATER: Optional[list[tuple[str, str, str, Union[ModuleIR, Finding]]]] = None
+# In a pool worker: the cache entries it made, written by a thread of its own while the worker has
+# no chunk to work on (`start_worker`). Encoding a summary and writing it is an eighth of a worker's
+# time on transformers; at the end of pass 1 one worker finishes before the other, and the parent
+# selects, unpacks and analyzes alone (a fifth of the run) while both would idle. None: write at
+# once (in-process runs, flake8's workers).
+_LATER: "Optional[queue.SimpleQueue]" = None
+_IDLE = threading.Event()  # set while the worker has no chunk to work on
 
 
 def _deliver(info: FileInfo, key: str, salt: str, result: Union[ModuleIR, Finding], cache_dir: Optional[str]) -> Any:
-    """Into the cache (now, or as this worker exits), and back to the caller."""
+    """Into the cache (now, or when this worker is idle), and back to the caller."""
     if cache_dir is not None and info.cached:
         if _LATER is not None:
-            _LATER.append((cache_dir, salt, key, result))
+            _LATER.put((cache_dir, salt, key, result))
         else:
             _write(cache_dir, salt, key, result)
     return result
@@ -120,9 +124,10 @@ def _write(cache_dir: str, salt: str, key: str, result: Union[ModuleIR, Finding]
 
 def start_worker(folder: str) -> None:
     """A pool worker's initializer (cudalint.engine.runner._executor): enter the run's folder, and
-    keep the cache entries for the end. multiprocessing runs its exit finalizers when the pool shuts
-    the worker down; the parent waits for that only after its analysis (`Loaded.settle`), and a
-    worker that dies first leaves misses, never a wrong entry (each entry is written whole)."""
+    start the thread that writes the cache entries while the worker is idle. As the pool shuts the
+    worker down, multiprocessing's exit finalizers let it write the rest; the parent waits for that
+    only after its analysis (`Loaded.settle`), and a worker that dies first leaves misses, never a
+    wrong entry (each entry is written whole)."""
     global _LATER
     import gc
     from multiprocessing.util import Finalize
@@ -134,16 +139,28 @@ def start_worker(folder: str) -> None:
     # (`paused_gc`), its first collection walked everything the chunk had made and still held
     # (1.3 s of the workers' 53 s on vllm). Summaries and syntax trees are freed by reference counts.
     gc.disable()
-    _LATER = []
-    Finalize(None, _write_later, exitpriority=10)
+    _LATER = queue.SimpleQueue()
+    _IDLE.set()
+    writer = threading.Thread(target=_write_when_idle, args=(_LATER,), name="cudalint-cache-writer", daemon=True)
+    writer.start()
+    Finalize(None, _write_rest, args=(_LATER, writer), exitpriority=10)
 
 
-def _write_later() -> None:
+def _write_when_idle(later: "queue.SimpleQueue") -> None:
+    while True:
+        entry = later.get()
+        if entry is None:
+            return
+        _IDLE.wait()
+        _write(*entry)
+
+
+def _write_rest(later: "queue.SimpleQueue", writer: threading.Thread) -> None:
     global _LATER
-    later, _LATER = _LATER or [], None
-    with paused_gc():
-        for cache_dir, salt, key, result in later:
-            _write(cache_dir, salt, key, result)
+    _LATER = None
+    _IDLE.set()
+    later.put(None)
+    writer.join()
 
 
 def _summary_task(item: tuple[FileInfo, str, bool, str], extra, cache_dir: Optional[str]) -> tuple[str, Any, bool]:
@@ -170,9 +187,17 @@ def summarize_bytes(path: str, data: bytes, modname: str, is_package: bool, cata
 def _run_chunk(fn_name: str, items: list, extra: tuple[str, ...], kwargs: dict) -> bytes:
     """In a worker: `fn` over `items`, pickled here (with a deep stack if the IR is deeply nested:
     pickling recurses, and the pool's own pickling would fail the whole run)."""
+    fn = globals()[fn_name]
+    _IDLE.clear()  # (the cache writer waits: cudalint.engine.tasks.start_worker)
+    try:
+        return _run(fn_name, fn, items, extra, kwargs)
+    finally:
+        _IDLE.set()
+
+
+def _run(fn_name: str, fn: Callable, items: list, extra: tuple[str, ...], kwargs: dict) -> bytes:
     import pickle
 
-    fn = globals()[fn_name]
     with paused_gc():
         results = [fn(item, extra, **kwargs) for item in items]
         if fn_name == "_scan_task":
