@@ -224,3 +224,37 @@ def test_workers_write_their_entries_before_the_run_returns(tmp_path: Path) -> N
     warm = lint_paths([str(src)], cache=again, jobs=2)
     assert again.misses == 1 and again.hits == 80  # (the edited file's old summary too: compared with its new one)
     assert _findings(cold) == _findings(warm) == _findings(lint_paths([str(src)], jobs=1))
+
+
+def test_a_worker_writes_its_entries_only_while_it_is_idle(monkeypatch) -> None:
+    """The writer thread of a pool worker (cudalint.engine.tasks.start_worker) waits while a chunk
+    runs, and for a quiet moment after one (the next chunk usually starts at once)."""
+    import queue
+    import threading
+    import time
+
+    from cudalint.engine import tasks
+
+    written: list = []
+    monkeypatch.setattr(tasks, "_write", lambda *entry: written.append(entry))
+    monkeypatch.setattr(tasks, "_IDLE", threading.Event())
+    monkeypatch.setattr(tasks, "_IDLE_SINCE", [time.monotonic()])
+    monkeypatch.setattr(tasks, "_QUIET", 0.2)
+    later: queue.SimpleQueue = queue.SimpleQueue()
+    writer = threading.Thread(target=tasks._write_when_idle, args=(later,), daemon=True)
+    writer.start()
+    later.put(("dir", "salt", "k1", "summary"))
+    time.sleep(0.1)
+    assert written == []  # busy: a chunk runs
+    tasks._IDLE_SINCE[0] = time.monotonic()
+    tasks._IDLE.set()
+    time.sleep(0.1)
+    assert written == []  # idle, but only just: the next chunk may start at once
+    time.sleep(0.25)
+    assert written == [("dir", "salt", "k1", "summary")]
+    tasks._IDLE.clear()
+    later.put(("dir", "salt", "k2", "summary"))
+    time.sleep(0.1)
+    assert len(written) == 1
+    tasks._write_rest(later, writer)  # as the worker exits: the rest at once, then the thread ends
+    assert written[-1][2] == "k2" and not writer.is_alive()

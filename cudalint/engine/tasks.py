@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import queue
 import threading
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
@@ -104,6 +105,10 @@ def _summary_of_tree(info: FileInfo, key: str, salt: str, data: bytes, tree, cat
 # once (in-process runs, flake8's workers).
 _LATER: "Optional[queue.SimpleQueue]" = None
 _IDLE = threading.Event()  # set while the worker has no chunk to work on
+_IDLE_SINCE = [0.0]  # when it last finished one (time.monotonic)
+# Between two chunks the next one starts at once: the writer waits this long for the worker to
+# stay idle, so that an entry's encoding (which holds the interpreter) never delays a chunk.
+_QUIET = 0.02
 
 
 def _deliver(info: FileInfo, key: str, salt: str, result: Union[ModuleIR, Finding], cache_dir: Optional[str]) -> Any:
@@ -151,13 +156,19 @@ def _write_when_idle(later: "queue.SimpleQueue") -> None:
         entry = later.get()
         if entry is None:
             return
-        _IDLE.wait()
+        while True:
+            _IDLE.wait()
+            quiet = time.monotonic() - _IDLE_SINCE[0]
+            if quiet >= _QUIET:
+                break
+            time.sleep(_QUIET - quiet)
         _write(*entry)
 
 
 def _write_rest(later: "queue.SimpleQueue", writer: threading.Thread) -> None:
     global _LATER
     _LATER = None
+    _IDLE_SINCE[0] = float("-inf")
     _IDLE.set()
     later.put(None)
     writer.join()
@@ -192,6 +203,7 @@ def _run_chunk(fn_name: str, items: list, extra: tuple[str, ...], kwargs: dict) 
     try:
         return _run(fn_name, fn, items, extra, kwargs)
     finally:
+        _IDLE_SINCE[0] = time.monotonic()
         _IDLE.set()
 
 
