@@ -73,3 +73,43 @@ def test_a_damaged_entry_is_proven_again(src: Path, tmp_path: Path, monkeypatch,
         entry.write_text(json.dumps(damage))
     assert _fixes(src, tmp_path / "c") == first
     assert len(calls) == 2
+
+
+# vllm's shape (vllm/platforms/rocm.py, vllm/utils/torch_utils.py): CUDA_VISIBLE_DEVICES written inside
+# a function, after CUDA was initialized in another module; no fix can move or guard it
+INSIDE = "import os\n\n\ndef sync(v):\n    os.environ['CUDA_VISIBLE_DEVICES'] = v\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "same_file", "expected"),
+    [
+        (INSIDE, 5, False, False),  # in a function
+        ("import os\nif True:\n    os.environ['CUDA_VISIBLE_DEVICES'] = '0'\n", 3, False, False),  # in a block
+        ("import os\n@deco(\n    1)\ndef f():\n    pass\n", 2, False, False),  # in a decorator
+        ("import torch\nimport os\nos.environ['CUDA_VISIBLE_DEVICES'] = '0'\n", 3, False, True),  # top level: may move
+        (INSIDE, 5, True, True),  # its own file's is_available(): may be guarded
+        ("def (:\n", 1, False, True),  # does not parse: the plan reads it its own way
+    ],
+)
+def test_a_fix_is_planned_only_where_one_can_be(text: str, line: int, same_file: bool, expected: bool) -> None:
+    from cudalint.core.findings import Finding, Step
+    from cudalint.fixes.fixinfo import _may_fix
+
+    cause = Step("a.py" if same_file else "b.py", 1, "torch.cuda.is_available() initializes CUDA")
+    finding = Finding(code="CUD001", path="a.py", line=line, column=5, end_line=line, end_column=9, message="m", witness=(cause,))
+    assert _may_fix(finding, text) is expected
+    other = Finding(code="CUD004", path="a.py", line=line, column=5, end_line=line, end_column=9, message="m", witness=(cause,))
+    assert _may_fix(other, text) is True  # (CUDA_DEVICE_ORDER's fix has no such test)
+
+
+def test_no_syntax_tree_is_made_for_a_finding_no_fix_can_remove(tmp_path: Path, monkeypatch) -> None:
+    from cudalint.fixes import fixinfo
+    from cudalint.inputs import source
+
+    (tmp_path / "init.py").write_text("import torch\n\nREADY = torch.cuda.is_available()\n")
+    (tmp_path / "a.py").write_text("import init\n" + INSIDE + "\nsync('0')\n")
+    result = lint_paths([str(tmp_path)], Config())
+    assert [(f.code, Path(f.path).name, f.line) for f in result.findings] == [("CUD001", "a.py", 6), ("CUD003", "init.py", 3)]
+    monkeypatch.setattr(source, "parse_cst", lambda *a: pytest.fail("libcst parsed a file no fix can change"))
+    files = [str(tmp_path / "init.py"), str(tmp_path / "a.py")]
+    assert fixinfo.fixes_for(result.findings, files, Config()) == {}
