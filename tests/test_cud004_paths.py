@@ -37,6 +37,17 @@ def _layers(width: int, depth: int, source: str = "") -> dict[str, str]:
     return files
 
 
+# one caller passes a CUDA ordinal, the other an NVML index
+TWO_CALLERS = {
+    "sink.py": SINK,
+    "callers.py": (
+        "import pynvml\nimport torch\nfrom sink import place\n\n"
+        "def ordinal(model):\n    place(model, torch.cuda.current_device())\n\n"
+        "def physical(model):\n    place(model, pynvml.nvmlDeviceGetCount() - 1)\n"
+    ),
+}
+
+
 def _counting(monkeypatch) -> list[int]:
     calls = [0]
     passed = gpu_index._passed
@@ -66,29 +77,13 @@ def test_the_nvml_index_at_the_top_of_the_fan_is_found_through_the_first_path(tm
 
 
 def test_a_sink_wanting_nvml_skips_a_branch_that_only_holds_cuda_ordinals(tmp_path: Path) -> None:
-    files = {
-        "sink.py": SINK,
-        "callers.py": (
-            "import pynvml\nimport torch\nfrom sink import place\n\n"
-            "def ordinal(model):\n    place(model, torch.cuda.current_device())\n\n"
-            "def physical(model):\n    place(model, pynvml.nvmlDeviceGetCount() - 1)\n"
-        ),
-    }
-    an = analyze(tmp_path, files)
+    an = analyze(tmp_path, TWO_CALLERS)
     assert [(f.code, Path(f.path).name, f.line) for f in an.findings.values()] == [("CUD004", "sink.py", 4)]
     assert [(Path(s.path).name, s.line) for s in list(an.findings.values())[0].witness] == [("callers.py", 9), ("sink.py", 4)]
 
 
 def test_numberings_are_those_the_search_can_give(tmp_path: Path) -> None:
-    files = {
-        "sink.py": SINK,
-        "callers.py": (
-            "import pynvml\nimport torch\nfrom sink import place\n\n"
-            "def ordinal(model):\n    place(model, torch.cuda.current_device())\n\n"
-            "def physical(model):\n    place(model, pynvml.nvmlDeviceGetCount() - 1)\n"
-        ),
-    }
-    an = analyze(tmp_path, files)
+    an = analyze(tmp_path, TWO_CALLERS)
     index = an.index
     mod = index.module(str(tmp_path / "sink.py"))
     sink = next(ev for ev in index.events(mod, "gpu_index"))
