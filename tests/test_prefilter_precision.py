@@ -132,14 +132,7 @@ def test_a_star_import_is_followed_only_where_the_name_is() -> None:
         "pkg/broken.py": "def (:\n",
         "pkg/uses_broken.py": "from .broken import *\n",
     }
-    scans, modules = _project(files)
-    index = _Index(modules)
-    edges = {p: index.targets(p, s.imports) for p, s in scans.items()}
-    importers: dict[str, list[str]] = {}
-    for p, ts in edges.items():
-        for t in ts:
-            importers.setdefault(t, []).append(p)
-    calls = _Calls(index, scans, modules, _effective_kinds(scans, importers), importers, True)
+    calls = _calls_of(files)
     init = "pkg/__init__.py"
     assert sorted(calls._providers(init, "f")) == ["pkg.loop_a", "pkg.one"]
     assert sorted(calls._providers(init, "g")) == ["pkg.loop_a", "pkg.two"]  # through two's own star import
