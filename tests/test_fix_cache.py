@@ -93,13 +93,14 @@ INSIDE = "import os\n\n\ndef sync(v):\n    os.environ['CUDA_VISIBLE_DEVICES'] = 
 )
 def test_a_fix_is_planned_only_where_one_can_be(text: str, line: int, same_file: bool, expected: bool) -> None:
     from cudalint.core.findings import Finding, Step
-    from cudalint.fixes.fixinfo import _may_fix
+    from cudalint.fixes.plan import may_fix
 
     cause = Step("a.py" if same_file else "b.py", 1, "torch.cuda.is_available() initializes CUDA")
     finding = Finding(code="CUD001", path="a.py", line=line, column=5, end_line=line, end_column=9, message="m", witness=(cause,))
-    assert _may_fix(finding, text) is expected
+    assert may_fix([finding], text) is expected
     other = Finding(code="CUD004", path="a.py", line=line, column=5, end_line=line, end_column=9, message="m", witness=(cause,))
-    assert _may_fix(other, text) is True  # (CUDA_DEVICE_ORDER's fix has no such test)
+    assert may_fix([other], text) is True  # (CUDA_DEVICE_ORDER's fix has no such test)
+    assert may_fix([finding, other], text) is True  # (one finding that may be fixed is enough)
 
 
 def test_no_syntax_tree_is_made_for_a_finding_no_fix_can_remove(tmp_path: Path, monkeypatch) -> None:
@@ -113,3 +114,14 @@ def test_no_syntax_tree_is_made_for_a_finding_no_fix_can_remove(tmp_path: Path, 
     monkeypatch.setattr(source, "parse_cst", lambda *a: pytest.fail("libcst parsed a file no fix can change"))
     files = [str(tmp_path / "init.py"), str(tmp_path / "a.py")]
     assert fixinfo.fixes_for(result.findings, files, Config()) == {}
+
+
+def test_a_file_may_be_fixed_when_any_of_its_writes_may_move() -> None:
+    from cudalint.core.findings import Finding, Step
+    from cudalint.fixes.plan import may_fix
+
+    text = INSIDE + "\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'\n"  # the second write at the top level, line 7
+    cause = (Step("b.py", 1, "torch.cuda.is_available() initializes CUDA"),)
+    inside, top = (Finding(code="CUD001", path="a.py", line=n, column=1, end_line=n, end_column=2, message="m", witness=cause) for n in (5, 7))
+    assert may_fix([inside], text) is False
+    assert may_fix([inside, top], text) is True and may_fix([top, inside], text) is True

@@ -448,10 +448,7 @@ def _executor(workers: int) -> Any:
 def _worth_splitting(info: FileInfo) -> bool:
     """A file big enough that scanning it in two processes saves time, yet small enough that two
     syntax trees of it at once stay within the memory one big file may take (source.MAX_WORDS)."""
-    try:
-        size = len(info.text) if info.text is not None else os.stat(info.path).st_size
-    except OSError:
-        return False
+    size = _size(info)  # (0 when it cannot be read: not big)
     if size < BIG_FILE_BYTES:
         return False
     if size <= source.MAX_WORDS:  # (half the words source.too_big allows: it cannot hold more)

@@ -6,7 +6,6 @@ shape ruff's JSON uses. Nothing is written.
 """
 from __future__ import annotations
 
-import ast
 import difflib
 from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence
@@ -98,7 +97,7 @@ def fixes_for(
             if isinstance(got, str):
                 continue
             text = got.text
-        if not any(_may_fix(f, text) for f in by_path[path]):
+        if not plan.may_fix(by_path[path], text):
             continue  # (no libcst parse, no summary: vllm's two CUD001 findings cost 0.5 s)
         module = source.parse_cst(source.Source(path, text))
         ir = load_module(path, catalogue, text)
@@ -124,30 +123,6 @@ def fixes_for(
             if new != originals[path]:
                 out[key(fx.finding)] = FixInfo(MESSAGES.get(fx.kind, fx.kind), edits(originals[path], new))
     return out
-
-
-def _may_fix(f: Finding, text: str) -> bool:
-    """False when no fix can be planned for `f` (cudalint.fixes.plan), known from CPython's parse
-    alone: a CUD001 write inside a function, class or block can be neither moved (only a top-level
-    statement moves) nor guarded unless its file's own `is_available()` initialized CUDA."""
-    if f.code != "CUD001" or (f.witness and f.witness[0].path == f.path):
-        return True
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return True  # (the plan reads the file its own way)
-    for stmt in tree.body:
-        first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
-        if first <= f.line <= (stmt.end_lineno or stmt.lineno):
-            return not isinstance(stmt, _COMPOUND)
-    return True
-
-
-_COMPOUND = tuple(
-    getattr(ast, name)
-    for name in ("FunctionDef", "AsyncFunctionDef", "ClassDef", "If", "For", "AsyncFor", "While", "With", "AsyncWith", "Try", "TryStar", "Match")
-    if hasattr(ast, name)  # (TryStar: Python 3.11)
-)
 
 
 def apply_edits(text: str, chosen: Iterable[Edit]) -> str:

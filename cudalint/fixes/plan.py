@@ -3,6 +3,7 @@ add CUDA_DEVICE_ORDER; or a hint when no edit is certain.
 """
 from __future__ import annotations
 
+import ast
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Optional, Sequence, Union
@@ -208,6 +209,40 @@ def plan_file(path: str, module: cst.Module, findings: Sequence[Finding], ir: Mo
         elif f.code == "CUD001":
             plan.hints[f] = "not fixed automatically: " + HINT_MOVE
     return plan
+
+
+def may_fix(findings: Sequence[Finding], text: str) -> bool:
+    """False when no fix can be planned for any of a file's `findings`, known from CPython's parse
+    alone (no libcst tree, no summary): a CUD001 write inside a function, class or block can be
+    neither moved (`_plan_move`: only a top-level statement moves) nor guarded (`_plan_guard`: only
+    where the file's own `is_available()` initialized CUDA). A necessary condition: what passes is
+    planned as before."""
+    lines = []
+    for f in findings:
+        if f.code != "CUD001" or (f.witness and f.witness[0].path == f.path):
+            return True
+        lines.append(f.line)
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return True  # (the plan reads the file its own way)
+    for line in lines:
+        for stmt in tree.body:
+            first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
+            if first <= line <= (stmt.end_lineno or stmt.lineno):
+                if not isinstance(stmt, _COMPOUND):
+                    return True
+                break
+        else:
+            return True
+    return False
+
+
+_COMPOUND = tuple(
+    getattr(ast, name)
+    for name in ("FunctionDef", "AsyncFunctionDef", "ClassDef", "If", "For", "AsyncFor", "While", "With", "AsyncWith", "Try", "TryStar", "Match")
+    if hasattr(ast, name)  # (TryStar: Python 3.11)
+)
 
 
 def _plan_move(f: Finding, mod: _Module, pos, project_writes: Writes):

@@ -320,14 +320,7 @@ def _down_closure(seeds: Iterable[str], importers: Mapping[str, list[str]]) -> s
     for target, by in importers.items():
         for imp in by:
             imports.setdefault(imp, []).append(target)
-    out = set(seeds)
-    todo = list(out)
-    while todo:
-        for t in imports.get(todo.pop(), ()):
-            if t not in out:
-                out.add(t)
-                todo.append(t)
-    return out
+    return _up_closure(seeds, imports)  # (the same walk, along the edges the other way)
 
 
 def _up_closure(seeds: Iterable[str], importers: Mapping[str, list[str]]) -> set[str]:
