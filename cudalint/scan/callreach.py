@@ -5,7 +5,9 @@ calls reach an event of a kind, may this function never return, what else must b
 Every answer is memoized for the one selection it serves."""
 from __future__ import annotations
 
-from typing import Iterable, Iterator, Mapping, Optional
+from typing import Hashable, Iterable, Iterator, Mapping, Optional, TypeVar
+
+_Node = TypeVar("_Node", bound=Hashable)
 
 
 class _Calls:
@@ -142,13 +144,7 @@ class _Calls:
                 if node is not None:
                     todo.extend((key, target, c) for c in node[1])
         # a function that calls one that matters matters: up the call edges from those that do
-        matters = {k for k, v in selfish.items() if v}
-        todo_up = list(matters)
-        while todo_up:
-            for parent in callers.get(todo_up.pop(), ()):
-                if parent not in matters:
-                    matters.add(parent)
-                    todo_up.append(parent)
+        matters = _up_closure((k for k, v in selfish.items() if v), callers)
         for origin, name in imports:
             modules |= self.index.targets(origin, [name]) & imatter
         return {k[0] for k in matters} | modules | self._imported(modules, edges)
@@ -323,14 +319,16 @@ def _down_closure(seeds: Iterable[str], importers: Mapping[str, list[str]]) -> s
     return _up_closure(seeds, imports)  # (the same walk, along the edges the other way)
 
 
-def _up_closure(seeds: Iterable[str], importers: Mapping[str, list[str]]) -> set[str]:
+def _up_closure(seeds: Iterable[_Node], edges: Mapping[_Node, Iterable[_Node]]) -> set[_Node]:
+    """The seeds and everything reached from them along `edges` (importers: up the import graph;
+    callers: up the call graph)."""
     out = set(seeds)
     todo = list(out)
     while todo:
-        for imp in importers.get(todo.pop(), ()):
-            if imp not in out:
-                out.add(imp)
-                todo.append(imp)
+        for nxt in edges.get(todo.pop(), ()):
+            if nxt not in out:
+                out.add(nxt)
+                todo.append(nxt)
     return out
 
 
