@@ -6,19 +6,16 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Iterable, Mapping, Optional, Sequence, Union
 
 from cudalint.inputs import source
-from cudalint.engine.cache import Cache
-from cudalint.core.catalogue import Catalogue, load_catalogue
-from cudalint.checks import build_checks, build_derive, build_sparse, init_keys, project_checks, watched
 from cudalint.inputs.config import Config
-from cudalint.inputs.discover import discover
 from cudalint.core.findings import Finding
-from cudalint.analysis.flow import Analyzer
-from cudalint.core.ir import ModuleIR
-from cudalint.core.project import Project, module_name
-from cudalint.summary.from_bytes import _summarize_bytes
+from cudalint.core.modnames import module_name
 
 if TYPE_CHECKING:
-
+    # imported where they are used: a run the cache answers whole (cudalint.engine.runner.reused_run)
+    # needs no catalogue, checks, analysis or IR, and importing them was a third of its time
+    from cudalint.core.catalogue import Catalogue
+    from cudalint.core.ir import ModuleIR
+    from cudalint.engine.cache import Cache
     from cudalint.inputs.notebook import Notebook
 
 
@@ -38,6 +35,8 @@ def load_module(
 
     With a cache, a file whose bytes were summarized before is not parsed again.
     """
+    from cudalint.summary.from_bytes import _summarize_bytes
+
     if text is None:
         data = source.read_bytes(path)
         if isinstance(data, Finding):
@@ -66,7 +65,7 @@ def load_notebook(
     if isinstance(nb, Finding):
         return nb
     result = load_module(path, catalogue, text=nb.source, cache=cache)
-    if isinstance(result, ModuleIR):
+    if not isinstance(result, Finding):
         from cudalint.summary.summarize import noqa_lines
 
         # nobody imports a notebook; noqa comments are in the cells' own text
@@ -99,6 +98,9 @@ def lint_paths(
     jobs: Optional[int] = None,
     prefilter: bool = True,
 ) -> LintResult:
+    from cudalint.core.catalogue import load_catalogue
+    from cudalint.inputs.discover import discover
+
     config = config or Config()
     catalogue = load_catalogue(config.extend_catalogue, cache_dir=cache.directory if cache is not None else None)
     found = discover(paths, exclude=config.exclude + config.extend_exclude, respect_gitignore=config.respect_gitignore)
@@ -108,7 +110,7 @@ def lint_paths(
 def lint_files(
     files: Iterable[str],
     config: Config,
-    catalogue: Catalogue,
+    catalogue: Optional[Catalogue],
     extra: Iterable[Finding] = (),
     cache: Optional[Cache] = None,
     overlay: Optional[dict[str, str]] = None,
@@ -117,7 +119,8 @@ def lint_files(
     jobs: Optional[int] = None,
     prefilter: bool = True,
 ) -> LintResult:
-    """Lint `files` together.
+    """Lint `files` together. `catalogue`: None loads `config`'s when the run needs it (not when the
+    cache answers it whole).
 
     `overlay`: path -> text to lint instead of the file's content (how --fix checks a fix; never
     cached). `texts`: contents already read (the flake8 plugin's file) instead of reading them.
@@ -135,7 +138,7 @@ def lint_files(
 def _lint_files(
     files: Iterable[str],
     config: Config,
-    catalogue: Catalogue,
+    catalogue: Optional[Catalogue],
     extra: Iterable[Finding],
     cache: Optional[Cache],
     overlay: Optional[dict[str, str]],
@@ -153,25 +156,39 @@ def _lint_files(
     notebooks: dict[str, Notebook] = {}
     files = list(files)
     count = len(files)
+    # .py files go through the runner (prefilter, cache, workers); notebooks are loaded here
+    py_files = [p for p in files if not p.endswith(".ipynb")]
+    notebook_files = [p for p in files if p.endswith(".ipynb")]
+    prefilter = prefilter and not notebook_files  # a notebook is not scanned: it may reach any module
+    run_salt = None if overlay else repr((config, noqa, [encode(f) for f in findings], _fingerprints(notebook_files)))
+    indexed = runner.index_files(py_files, cache, texts, uncached=tuple(overlay or ()))
+    if cache is not None and run_salt is not None:
+        reused = runner.reused_run(indexed, cache, run_salt, prefilter)
+        if reused is not None:
+            return LintResult(findings=tuple(reused), files=count)
+    from cudalint.analysis.flow import Analyzer
+    from cudalint.checks import build_checks, build_derive, build_sparse, init_keys, project_checks, watched
+    from cudalint.core.catalogue import load_catalogue
+    from cudalint.core.ir import ModuleIR
+    from cudalint.core.project import Project
+
+    if catalogue is None:
+        catalogue = load_catalogue(config.extend_catalogue, cache_dir=cache.directory if cache is not None else None)
     checks = build_checks(catalogue, config.enabled, config.target_version)
     judged = set(checks)
     if config.enabled("CUD003"):
         judged.add("init")  # project_checks: modules that initialize CUDA when imported
-    # .py files go through the runner (prefilter, cache, workers); notebooks are loaded here
-    py_files = [p for p in files if not p.endswith(".ipynb")]
-    notebook_files = [p for p in files if p.endswith(".ipynb")]
     loaded = runner.load_files(
         py_files,
         catalogue,
         cache=cache,
         jobs=jobs,
-        prefilter=prefilter and not notebook_files,  # a notebook is not scanned: it may reach any module
+        prefilter=prefilter,
         judged=tuple(sorted(judged)),
         extend_catalogue=config.extend_catalogue,
-        run_salt=None if overlay else repr((config, noqa, [encode(f) for f in findings], _fingerprints(notebook_files))),
-        texts=texts,
-        uncached=tuple(overlay or ()),
+        run_salt=run_salt,
         cutoff=not notebook_files,  # (the reused findings would need the notebooks' cells mapped)
+        indexed=indexed,
     )
     try:
         if loaded.reused is not None:

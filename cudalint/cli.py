@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Optional
+from typing import NoReturn, Optional
 
 import click
 
@@ -94,11 +94,11 @@ def cli(
     cudalint rule CODE | --all             a rule's documentation
     cudalint server                        the language server (LSP over stdio)
     """
-    from cudalint.core.registry import RULES, doc, doc_path
-
     if trace_flag:
         raise click.UsageError("--trace must come first: cudalint --trace script.py [ARGS]...")
     if explain:
+        from cudalint.core.registry import RULES, doc, doc_path
+
         code = explain.upper()
         if code not in RULES or not doc_path(code).is_file():
             raise click.UsageError(f"unknown rule code {explain!r}; known: {', '.join(sorted(RULES))}")
@@ -151,7 +151,7 @@ def cli(
     from pathlib import Path
 
     from cudalint.engine.cache import Cache, default_cache_dir
-    from cudalint.core.catalogue import CatalogueError, load_catalogue
+    from cudalint.core.catalogue_source import CatalogueError, catalogue_digest
 
     directory = None if no_cache or fix or diff else (Path(cache_dir) if cache_dir else default_cache_dir())
     if show_settings:
@@ -167,10 +167,10 @@ def cli(
             click.echo(path)
         return
     try:
-        catalogue = load_catalogue(config.extend_catalogue, cache_dir=directory)
-    except CatalogueError as exc:  # an extend-catalogue file that is missing or wrong: a usage error
-        click.echo(f"cudalint: {exc}", err=True)
-        sys.exit(2)
+        # the files' bytes name the catalogue: it is loaded only if the cache does not answer the run
+        digest = catalogue_digest(config.extend_catalogue)
+    except CatalogueError as exc:  # an extend-catalogue file that is missing: a usage error
+        _catalogue_error(exc)
     if fix or diff:  # a fix is checked against fresh analysis: no cache
         from cudalint.output.destinations import run_fix
 
@@ -178,6 +178,8 @@ def cli(
             code = run_fix(targets, config, fmt=fmt, diff=diff, output_file=output_file, statistics=statistics)
         except KeyboardInterrupt:  # (every file is the old one or the new one: cudalint.fixes.files.write_atomic)
             sys.exit(130)
+        except CatalogueError as exc:
+            _catalogue_error(exc)
         sys.exit(0 if exit_zero and code == 1 else code)
     cache = None
     if directory is not None:
@@ -188,7 +190,7 @@ def cli(
             shown = directory if shown.startswith("..") else shown
             click.echo(f"cudalint: warning: the cache folder {shown} is a symbolic link or not a folder: not used", err=True)
         else:
-            cache = Cache.open(directory, catalogue)
+            cache = Cache.for_digest(directory, digest)
     from cudalint.named import lint_targets
 
     texts = {targets[0]: stdin_text} if stdin_text is not None else None
@@ -196,6 +198,8 @@ def cli(
         run = lint_targets(targets, config, cache=cache, jobs=jobs, force_exclude=force_exclude, texts=texts)
     except KeyboardInterrupt:
         sys.exit(130)
+    except CatalogueError as exc:  # an extend-catalogue file that is wrong: found when it is loaded
+        _catalogue_error(exc)
     result = run.result
     if add_noqa:
         from cudalint.engine.suppress import add_noqa as write_noqa
@@ -230,6 +234,11 @@ def cli(
             quiet=quiet or silent, show_source=show_source, fixes=fixes, texts=texts,
         )
     sys.exit(1 if result.findings and not exit_zero else 0)
+
+
+def _catalogue_error(exc: Exception) -> "NoReturn":
+    click.echo(f"cudalint: {exc}", err=True)
+    sys.exit(2)
 
 
 def main(argv: Optional[list[str]] = None) -> None:

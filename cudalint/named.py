@@ -125,13 +125,12 @@ def lint_targets(
 ) -> Run:
     """`cudalint TARGETS`: directories linted as they are, named files inside their project."""
     from cudalint.api import LintResult, lint_files
-    from cudalint.core.catalogue import load_catalogue
 
     directories = [t for t in targets if os.path.isdir(t)]
     named = [t for t in targets if not os.path.isdir(t)]
     ctx = context(named, directories, config, force_exclude=force_exclude)
-    catalogue = load_catalogue(config.extend_catalogue, cache_dir=cache.directory if cache is not None else None)
-    result = lint_files(ctx.files, config, catalogue, extra=ctx.problems, cache=cache, jobs=jobs, texts=texts)
+    # (the catalogue is loaded if the cache does not answer the run whole)
+    result = lint_files(ctx.files, config, None, extra=ctx.problems, cache=cache, jobs=jobs, texts=texts)
     if not named:
         return Run(result, ctx.files)
     problems = set(ctx.problems)  # (about the directories' walk: reported as before)

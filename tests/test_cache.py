@@ -258,3 +258,31 @@ def test_a_worker_writes_its_entries_only_while_it_is_idle(monkeypatch) -> None:
     assert len(written) == 1
     tasks._write_rest(later, writer)  # as the worker exits: the rest at once, then the thread ends
     assert written[-1][2] == "k2" and not writer.is_alive()
+
+
+_IMPORTED = """
+import sys
+from cudalint.entry import main
+try:
+    main(sys.argv[1:])
+except SystemExit as exc:
+    code = exc.code
+heavy = ("cudalint.analysis", "cudalint.checks", "cudalint.summary", "cudalint.scan", "cudalint.core.ir", "cudalint.core.catalogue", "cudalint.core.project", "libcst")
+print(code, sorted(m for m in sys.modules if m.startswith(heavy) and m != "cudalint.core.catalogue_source"), file=sys.stderr)
+"""
+
+
+def test_a_run_the_cache_answers_whole_imports_no_analysis(tmp_path: Path) -> None:
+    """Nothing changed: the findings come from the run cache before the catalogue, the checks, the
+    IR or the analysis are imported (cudalint.engine.runner.reused_run; they were a third of a warm
+    run of lightning). A test of what is imported, not of time: `make bench` times it."""
+    import subprocess
+    import sys
+
+    shutil.copytree(FIXTURES / "CUD001", tmp_path / "proj")
+    args = [sys.executable, "-c", _IMPORTED, "--cache-dir", str(tmp_path / "c"), "--format", "json", "proj"]
+    runs = [subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=120) for _ in range(2)]
+    (cold_code, cold_mods), (warm_code, warm_mods) = [p.stderr.strip().split(" ", 1) for p in runs]
+    assert cold_code == warm_code == "1" and runs[0].stdout == runs[1].stdout and json.loads(runs[1].stdout)
+    assert "'cudalint.analysis.flow'" in cold_mods and "'cudalint.core.catalogue'" in cold_mods
+    assert warm_mods == "[]"

@@ -184,3 +184,20 @@ def test_resolve_rejects_what_the_cli_rejects(tmp_path: Path) -> None:
     project(tmp_path, '[tool.cudalint]\nselect = [1]\n', {})
     with pytest.raises(SettingsError, match=r"'select' must be a list of strings"):
         resolve([str(tmp_path)])
+
+
+def test_a_warm_cache_follows_the_extend_catalogues_bytes(tmp_path: Path) -> None:
+    """The cache names the catalogue by its files' bytes (cudalint.core.catalogue_source): a run the
+    cache answers whole never loads it, so an edit to it must still name another run."""
+    user = 'import os\n\nimport ourgpu\n\nourgpu.start()\nos.environ["CUDA_VISIBLE_DEVICES"] = "1"\n'
+    proj = project(tmp_path, '[tool.cudalint]\nextend-catalogue = ["gpu.toml"]\n', {"gpu.toml": CATALOGUE, "t.py": user})
+    assert found(cudalint(proj, "--format", "json", ".")) == [("t.py", 6, "CUD001")]
+    assert found(cudalint(proj, "--format", "json", ".")) == [("t.py", 6, "CUD001")]  # warm: the same
+    (proj / "gpu.toml").write_text(CATALOGUE.replace('init = "driver"', 'init = "none"'), encoding="utf-8")
+    assert found(cudalint(proj, "--format", "json", ".")) == []
+    # a catalogue that cannot be used is a usage error, cache or not, --fix or not
+    (proj / "gpu.toml").write_text(CATALOGUE.replace('init = "driver"', 'init = "sometimes"'), encoding="utf-8")
+    for args in ((".",), ("--fix", ".")):
+        proc = cudalint(proj, *args)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.startswith("cudalint: ") and "gpu.toml" in proc.stderr and "Traceback" not in proc.stderr

@@ -13,7 +13,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
-from cudalint.resources import catalogue_dir
+# CatalogueError and catalogue_files live where a run that needs no catalogue can reach them cheaply
+from cudalint.core.catalogue_source import CatalogueError, catalogue_files, digest_of, read_sources  # noqa: F401
 
 INIT_LEVELS = ("driver", "context", "none", "lazy")
 KINDS = ("call", "method", "import", "probe", "attribute", "env_read")
@@ -83,10 +84,6 @@ API_FIELDS = {"name", "kind", "init", "note", "evidence", "match", "unless", "li
 ENV_FIELDS = {"name", "frozen_by", "also_frozen_by", "reader", "rule", "note", "evidence", "library"}
 
 
-class CatalogueError(ValueError):
-    """A catalogue file that cannot be used; the message names the file and the entry."""
-
-
 @dataclass(frozen=True)
 class Api:
     name: str
@@ -153,6 +150,8 @@ class Catalogue:
     methods: Mapping[str, tuple[Api, ...]] = field(default_factory=dict, compare=False)
     imports: Mapping[str, tuple[Api, ...]] = field(default_factory=dict, compare=False)
     env_by_name: Mapping[str, EnvVar] = field(default_factory=dict, compare=False)
+    # names the files it was made from (catalogue_source.digest_of); "" when made from text
+    digest: str = field(default="", compare=False)
     _named: dict = field(default_factory=dict, compare=False, repr=False)  # calls_named's answers
 
     def calls_named(self, qualname: str) -> tuple[Api, ...]:
@@ -328,7 +327,7 @@ def _from_data(data: dict, source: str) -> tuple[Library, list[Api], list[EnvVar
     return library, apis, env
 
 
-def build(parts: Iterable[tuple[Library, list[Api], list[EnvVar]]]) -> Catalogue:
+def build(parts: Iterable[tuple[Library, list[Api], list[EnvVar]]], digest: str = "") -> Catalogue:
     libraries: list[Library] = []
     apis: list[Api] = []
     env: list[EnvVar] = []
@@ -359,13 +358,8 @@ def build(parts: Iterable[tuple[Library, list[Api], list[EnvVar]]]) -> Catalogue
         methods={k: tuple(v) for k, v in methods.items()},
         imports={k: tuple(v) for k, v in imports.items()},
         env_by_name={e.name: e for e in env},
+        digest=digest,
     )
-
-
-def catalogue_files(extra: Iterable[str | Path] = ()) -> list[Path]:
-    files = sorted(catalogue_dir().glob("*.toml"))
-    files.extend(Path(p) for p in extra)
-    return files
 
 
 def load_catalogue(extra: Iterable[str | Path] = (), cache_dir: Optional[Path] = None) -> Catalogue:
@@ -378,11 +372,8 @@ def load_catalogue(extra: Iterable[str | Path] = (), cache_dir: Optional[Path] =
 @lru_cache(maxsize=8)
 def _load(extra: tuple[str, ...], cache_dir: Optional[str] = None) -> Catalogue:
     parts = []
-    for path in catalogue_files(extra):
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise CatalogueError(f"{path}: cannot read catalogue: {exc.strerror or exc}") from None
+    sources = read_sources(extra)
+    for path, data in sources:
         parsed = _parsed_cached(data, cache_dir)
         if parsed is not None:
             try:
@@ -398,7 +389,7 @@ def _load(extra: tuple[str, ...], cache_dir: Optional[str] = None) -> Catalogue:
         if cache_dir is not None:
             _keep_parsed(data, parsed, cache_dir)
         parts.append(_from_data(parsed, str(path)))
-    return build(parts)
+    return build(parts, digest_of(sources))
 
 
 def _parsed_file(data: bytes) -> str:

@@ -12,22 +12,27 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Union
+from typing import TYPE_CHECKING, Optional, Union
 
 from cudalint import __version__
 from cudalint.core import cache_files
-from cudalint.core.catalogue import Catalogue
 from cudalint.core.findings import Finding
-from cudalint.core.ir import ModuleIR
 from cudalint.engine.serialize import dumps, loads
 from cudalint.fingerprint import code_fingerprint
+
+if TYPE_CHECKING:  # (a run the cache answers whole imports neither: cudalint.core.catalogue_source)
+    from cudalint.core.catalogue import Catalogue
+    from cudalint.core.ir import ModuleIR
 
 CACHE_DIR_NAME = ".cudalint_cache"
 _FORMAT = "2"  # 2: positional objects (cudalint.engine.serialize)
 
 
-def catalogue_fingerprint(catalogue: Catalogue) -> str:
-    # the catalogue decides what a summary contains, so it is part of every key
+def catalogue_fingerprint(catalogue: "Catalogue") -> str:
+    """The catalogue decides what a summary contains, so it is part of every key: the digest of the
+    files it was made from (the same as `catalogue_source.catalogue_digest` of them), else its entries."""
+    if catalogue.digest:
+        return catalogue.digest
     h = hashlib.sha256()
     for api in catalogue.apis:
         h.update(repr(api).encode())
@@ -92,12 +97,14 @@ class Cache:
     _dirty_shards: set = field(default_factory=set, repr=False)
 
     @classmethod
-    def open(cls, directory: Optional[Path], catalogue: Catalogue) -> "Cache":
+    def open(cls, directory: Optional[Path], catalogue: "Catalogue") -> "Cache":
+        return cls.for_digest(directory, catalogue_fingerprint(catalogue))
+
+    @classmethod
+    def for_digest(cls, directory: Optional[Path], catalogue_digest: str) -> "Cache":
+        """The cache for the catalogue `catalogue_digest` names, which need not be loaded."""
         directory = directory or default_cache_dir()
-        return cls(
-            directory=directory,
-            salt=f"{_FORMAT}:{__version__}:{code_fingerprint()}:{catalogue_fingerprint(catalogue)}",
-        )
+        return cls(directory=directory, salt=f"{_FORMAT}:{__version__}:{code_fingerprint()}:{catalogue_digest}")
 
     def key(self, path: str, modname: str, data: bytes) -> str:
         return self.make_key(self.salt, path, modname, data)
@@ -119,6 +126,8 @@ class Cache:
         return f"v1/{key[:2]}/{key}.json"
 
     def get(self, key: str) -> Optional[Union[ModuleIR, Finding]]:
+        from cudalint.core.ir import ModuleIR
+
         value = cache_files.read(self.directory, self._file(key), loads) if cache_files.is_key(key) else None
         if not isinstance(value, (ModuleIR, Finding)):
             self.misses += 1
@@ -193,11 +202,6 @@ class Cache:
             hit[4] = name
             self._index_dirty = True
 
-    def digest_of(self, path: str) -> Optional[str]:
-        """The digest of the scan the index records for `path` (after `lookup` said it is unchanged)."""
-        hit = self._entry(path)
-        return hit[3] if hit is not None else None
-
     # ---------- selections: which files a set of scans makes the prefilter choose ------------------
     # A file edited without changing what its scan says (a comment, a body without catalogued
     # calls) leaves the selection as it was: a run that finds it here reads no scan at all.
@@ -224,6 +228,11 @@ class Cache:
         stamp vouches for its bytes only: the name comes from the `__init__.py` files above it, which
         may have come or gone while the file stayed as it was (a stale key would give the summary of
         a module that no longer exists, cudalint.core.project.module_name)."""
+        known = self.known(path, modname)
+        return known[0] if known is not None else None
+
+    def known(self, path: str, modname: str) -> Optional[tuple[str, str]]:
+        """`lookup`'s key, and the digest of the scan recorded with it (cudalint.engine.cache.scan_digest)."""
         hit = self._entry(path)
         if hit is None or hit[5] != modname:
             return None
@@ -233,7 +242,7 @@ class Cache:
             return None
         if [st.st_mtime_ns, st.st_size] != hit[0:2]:
             return None
-        return hit[2]
+        return hit[2], hit[3]
 
     def scan_of(self, key: str) -> Optional[list]:
         """The scan recorded for content `key` (cudalint.engine.tasks._scan_raw's form), if any."""

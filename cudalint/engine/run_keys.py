@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Union
 
 from cudalint.core.deep import call_roomy as _deep
 from cudalint.core.findings import Finding
-from cudalint.core.ir import ModuleIR
 from cudalint.engine.serialize import dumps
 
 if TYPE_CHECKING:
+    from cudalint.core.ir import ModuleIR
     from cudalint.engine.cache import Cache
     from cudalint.engine.runner import FileInfo
 
@@ -32,8 +32,11 @@ def _run_hash(kind: str, salt: str, run_salt: str, prefilter: bool, judged: Iter
     return hashlib.sha256(f"{kind}\0{salt}\0{run_salt}\0{prefilter}\0{sorted(judged)}".encode(*_NAMES))
 
 
-def source_key(salt: str, run_salt: str, prefilter: bool, judged: Iterable[str], infos: "Iterable[FileInfo]", keys: Mapping[str, str], problems: Mapping[str, Finding]) -> str:
-    h = _run_hash("bytes", salt, run_salt, prefilter, judged)
+def source_key(salt: str, run_salt: str, prefilter: bool, infos: "Iterable[FileInfo]", keys: Mapping[str, str], problems: Mapping[str, Finding]) -> str:
+    """Names the files' bytes. The kinds of event judged are not in it: they follow from the
+    configuration (in `run_salt`) and the catalogue (in `salt`), and a run the cache answers whole
+    need not work them out (cudalint.engine.runner.reused_run)."""
+    h = _run_hash("bytes", salt, run_salt, prefilter, ())
     for info in infos:
         # the module name too: it comes from `__init__.py` files that need not be among the inputs
         h.update(f"\0{info.path}\0{info.module}\0{keys.get(info.path, '')}".encode(*_NAMES))

@@ -17,22 +17,21 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from cudalint.inputs import source
 from cudalint.engine import run_keys
 from cudalint.engine.cache import Cache, scan_digest
-from cudalint.core.catalogue import Catalogue
 from cudalint.core.findings import Finding
-from cudalint.core.ir import ModuleIR
-from cudalint.core.project import module_name
+from cudalint.core.modnames import module_name
 from cudalint.core.deep import call_roomy as _deep
 from cudalint.engine.gc_pause import paused_gc
-from cudalint.engine.lean import Lean
 from cudalint.engine.tasks import _CALLS_FIELDS, FileInfo, _read, _run_chunk, _scan_task, _summary_task, _unpacker, start_worker
 from cudalint.safepath import trusted_cwd
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # (imported where used: a run the cache answers whole needs neither: `reused_run`)
+    from cudalint.core.catalogue import Catalogue
+    from cudalint.core.ir import ModuleIR
     from cudalint.scan.scanner import Scan
 
 # file names are bytes: one that is not UTF-8 reaches us with surrogates (PEP 383), and goes back so
@@ -67,6 +66,50 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+@dataclass
+class Indexed:
+    """Pass 0: each file's place, and the keys the cache's index gives the files whose mtime and
+    size are as it recorded them (`known`); the others must be read (`todo`)."""
+
+    infos: list[FileInfo]
+    keys: dict[str, str]
+    known: list[FileInfo]
+    todo: list[FileInfo]
+    digests: dict[str, Optional[str]]  # path -> its scan's digest (cudalint.engine.cache.scan_digest)
+
+
+def index_files(paths: Sequence[str], cache: Optional[Cache], texts: Optional[Mapping[str, str]] = None, uncached: Iterable[str] = ()) -> Indexed:
+    """Pass 0 over `paths`: `texts` are contents given instead of the files' (never looked up), and
+    `uncached` files are neither read from nor written to the cache."""
+    texts = texts or {}
+    uncached = set(uncached)
+    packages: dict[str, str] = {}
+    infos = [_info(p, texts.get(p), p not in uncached, packages) for p in paths]
+    keys: dict[str, str] = {}
+    known: list[FileInfo] = []
+    todo: list[FileInfo] = []
+    digests: dict[str, Optional[str]] = {}
+    for info in infos:
+        hint = cache.known(info.path, info.module) if cache is not None and info.text is None else None
+        if hint is not None:
+            keys[info.path], digests[info.path] = hint
+            known.append(info)
+        else:
+            todo.append(info)
+    return Indexed(infos=infos, keys=keys, known=known, todo=todo, digests=digests)
+
+
+def reused_run(indexed: Indexed, cache: Cache, run_salt: str, prefilter: bool) -> Optional[list[Finding]]:
+    """The findings of an earlier run over these same files, when the index knows every one of
+    them unchanged: the run needs no scan, no catalogue and no analysis (nor their imports)."""
+    if indexed.todo:
+        return None
+    reused = cache.get_run(run_keys.source_key(cache.salt, run_salt, prefilter, indexed.infos, indexed.keys, {}))
+    if reused is not None:
+        cache.save_index()
+    return reused
+
+
 def load_files(
     paths: Sequence[str],
     catalogue: Catalogue,
@@ -75,26 +118,25 @@ def load_files(
     prefilter: bool = True,
     judged: Iterable[str] = ("env_write",),
     extend_catalogue: Sequence[str] = (),
-    run_salt: Optional[str] = "",
+    run_salt: Optional[str] = None,
     texts: Optional[dict[str, str]] = None,
     uncached: Iterable[str] = (),
     cutoff: bool = True,
+    indexed: Optional[Indexed] = None,
 ) -> Loaded:
     """Summaries of `paths` (module IR, or stand-ins for skipped files) and their CUD900 findings.
 
-    `run_salt` names everything else the run's findings depend on (the configuration); with a cache,
-    a run over unchanged files with the same salt returns the earlier findings (`reused`). None:
-    the findings depend on more than these files, so nothing is reused. `cutoff`: an edit that leaves
+    `run_salt` names everything else the run's findings depend on (the configuration, and so the
+    `judged` kinds, which follow from it and the catalogue the cache's salt names); with a cache, a
+    run over unchanged files with the same salt returns the earlier findings (`reused`). None: the
+    findings depend on more than these files, so nothing is reused. `cutoff`: an edit that leaves
     every summary as it was may reuse them too (cudalint.engine.run_keys), before the files' own
-    directives are applied."""
-    texts = texts or {}
-    uncached = set(uncached)
-    packages: dict[str, str] = {}
-    infos = [_info(p, texts.get(p), p not in uncached, packages) for p in paths]
+    directives are applied. `indexed`: pass 0, done already (`index_files` of the same paths)."""
+    indexed = indexed if indexed is not None else index_files(paths, cache, texts, uncached)
     jobs = default_jobs() if jobs is None else max(1, jobs)
-    pool = _Pool(jobs if len(infos) >= PARALLEL_MIN_FILES else 1, tuple(extend_catalogue), catalogue, cores=jobs)
+    pool = _Pool(jobs if len(indexed.infos) >= PARALLEL_MIN_FILES else 1, tuple(extend_catalogue), catalogue, cores=jobs)
     try:
-        loaded = _load(pool, infos, catalogue, cache, prefilter, judged, run_salt, cutoff)
+        loaded = _load(pool, indexed, catalogue, cache, prefilter, judged, run_salt, cutoff)
     finally:
         settle = pool.close()
     loaded.settle = settle
@@ -103,7 +145,7 @@ def load_files(
 
 def _load(
     pool: "_Pool",
-    infos: list[FileInfo],
+    indexed: Indexed,
     catalogue: Catalogue,
     cache: Optional[Cache],
     prefilter: bool,
@@ -112,26 +154,22 @@ def _load(
     cutoff: bool,
 ) -> Loaded:
     """`load_files` with its pool."""
+    from cudalint.core.ir import ModuleIR
+    from cudalint.engine.lean import Lean
+
     salt = cache.salt if cache is not None else ""
+    infos = indexed.infos
     info_of = {i.path: i for i in infos}
     cache_dir = str(cache.directory) if cache is not None else None
     lean = Lean()  # (the thread model's events, while no module makes a llama.cpp context: cudalint.engine.lean)
     # pass 1: keys and scans (from the cache's index when the file's mtime and size are unchanged)
-    keys: dict[str, str] = {}
+    keys = dict(indexed.keys)
     scans: dict[str, Scan] = {}
     problems: dict[str, Finding] = {}
-    todo: list[FileInfo] = []
-    known: list[FileInfo] = []  # unchanged since the index recorded their keys
-    digests: dict[str, Optional[str]] = {}  # path -> its scan's digest (cudalint.engine.cache.scan_digest)
+    todo = indexed.todo
+    known = indexed.known  # unchanged since the index recorded their keys
+    digests = dict(indexed.digests)
     before: dict[str, tuple[str, str]] = {}  # path -> (key, summary name) of the bytes it had, when they changed
-    for info in infos:
-        hint = cache.lookup(info.path, info.module) if cache is not None and info.text is None else None
-        if hint is not None:
-            keys[info.path] = hint
-            known.append(info)
-            digests[info.path] = cache.digest_of(info.path)  # type: ignore[union-attr]
-        else:
-            todo.append(info)
 
     # summaries made in pass 1, from the scan's own syntax tree; from a worker still pickled (`_run_chunk`):
     # as objects beside the scans and the selection's memos they made vllm's peak (388 of 418 MB)
@@ -156,7 +194,7 @@ def _load(
     scan_all(todo)
     run_key = ""
     if cache is not None and run_salt is not None:
-        run_key = run_keys.source_key(salt, run_salt, prefilter, judged, infos, keys, problems)
+        run_key = run_keys.source_key(salt, run_salt, prefilter, infos, keys, problems)
         reused = cache.get_run(run_key)
         if reused is not None:
             cache.save_index()

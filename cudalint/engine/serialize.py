@@ -26,20 +26,18 @@ import json
 import operator
 import sys
 import typing
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
-from cudalint.core import ir
 from cudalint.core.findings import Finding, Step
 
-_CLASSES: dict[str, type] = {
-    cls.__name__: cls
-    for cls in (getattr(ir, name) for name in dir(ir))
-    if isinstance(cls, type) and dataclasses.is_dataclass(cls)
-}
-_CLASSES.update({"Finding": Finding, "Step": Step})
-_FIELDS: dict[type, tuple[str, ...]] = {cls: tuple(f.name for f in dataclasses.fields(cls)) for cls in _CLASSES.values()}
 _SCALARS = (str, int, float, bool, type(None))
 _intern = sys.intern
+# the known classes, by name and by class: Finding and Step, and the IR's dataclasses once a value
+# needs them (`_with_ir`): a run the cache answers whole decodes findings only, and importing the IR
+# and reading its annotations was a tenth of such a run
+_CLASSES: dict[str, type] = {}
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_IR: list[bool] = []  # [True] once the IR's classes are known
 
 
 def _getter(names: tuple[str, ...]) -> Callable[[Any], tuple]:
@@ -53,9 +51,7 @@ def _dict_fields(cls: type) -> tuple[int, ...]:
 
 
 # class -> (its name, a function giving its field values in order, the places of its dict fields)
-_OUT: dict[type, tuple[str, Callable[[Any], tuple], tuple[int, ...]]] = {
-    cls: (name, _getter(_FIELDS[cls]), _dict_fields(cls)) for name, cls in _CLASSES.items()
-}
+_OUT: dict[type, tuple[str, Callable[[Any], tuple], tuple[int, ...]]] = {}
 
 
 def _expected(cls: type) -> tuple[tuple[int, type], ...]:
@@ -73,14 +69,37 @@ def _expected(cls: type) -> tuple[tuple[int, type], ...]:
 
 # class name -> (the class, its field count, its fields' expected types); a decoded entry whose
 # fields have other types is damaged: a miss (cudalint.engine.cache), never a crash later
-_IN: dict[str, tuple[type, int, tuple[tuple[int, type], ...]]] = {
-    name: (cls, len(_FIELDS[cls]), _expected(cls)) for name, cls in _CLASSES.items()
-}
+_IN: dict[str, tuple[type, int, tuple[tuple[int, type], ...]]] = {}
+
+
+def _register(classes: Iterable[type]) -> None:
+    for cls in classes:
+        name = cls.__name__
+        _CLASSES[name] = cls
+        _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))
+        _OUT[cls] = (name, _getter(_FIELDS[cls]), _dict_fields(cls))
+        _IN[name] = (cls, len(_FIELDS[cls]), _expected(cls))
+
+
+def _with_ir() -> bool:
+    """Make the IR's classes known; False when they were already (what was asked for is unknown)."""
+    if _IR:
+        return False
+    from cudalint.core import ir
+
+    _register(cls for cls in (getattr(ir, name) for name in dir(ir)) if isinstance(cls, type) and dataclasses.is_dataclass(cls))
+    _IR.append(True)
+    return True
+
+
+_register((Finding, Step))
 
 
 def _default(obj: Any) -> dict:
     """json's encoder calls this for what it cannot write itself: an IR object."""
     out = _OUT.get(type(obj))
+    if out is None and _with_ir():
+        out = _OUT.get(type(obj))
     if out is None:
         raise TypeError(f"cannot encode {type(obj).__name__}")
     name, values, dicts = out
@@ -109,6 +128,8 @@ def encode(value: Any) -> Any:
     if kind is tuple or kind is list:
         return [v if type(v) in _SCALARS else encode(v) for v in value]
     out = _OUT.get(kind)
+    if out is None and kind is not dict and _with_ir():
+        out = _OUT.get(kind)
     if out is not None:  # (a dict field becomes the dict form below)
         return {out[0]: [v if type(v) in _SCALARS else encode(v) for v in out[1](value)]}
     if kind is dict:
@@ -150,6 +171,8 @@ def _built(obj: dict) -> Any:
     if name == "":
         return {_value(k): _value(v) for k, v in fields}
     made = _IN.get(name)
+    if made is None and _with_ir():
+        made = _IN.get(name)
     if made is None:
         raise ValueError(f"unknown type {name!r}")  # only the known classes are ever built
     cls, count, shape = made

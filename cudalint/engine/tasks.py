@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from cudalint.inputs import source
 from cudalint.engine.cache import Cache
-from cudalint.core.catalogue import Catalogue, load_catalogue
 from cudalint.core.findings import Finding
-from cudalint.core.ir import ModuleIR
 from cudalint.core.deep import call_roomy as _deep
 from cudalint.engine.gc_pause import paused_gc
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # (imported where they are used: the runner imports this module on runs the cache answers whole)
+    from cudalint.core.catalogue import Catalogue
+    from cudalint.core.ir import ModuleIR
     from cudalint.scan.scanner import Scan
 
 
@@ -49,6 +49,8 @@ def _scan_raw(s: "Scan") -> list:
 
 def _catalogue(ctx: Union[Catalogue, tuple[str, ...]]) -> Catalogue:
     # in-process the caller's catalogue itself; in a worker the same files loaded again
+    from cudalint.core.catalogue import Catalogue, load_catalogue
+
     return ctx if isinstance(ctx, Catalogue) else load_catalogue(ctx)
 
 
@@ -184,7 +186,7 @@ def _summary_task(item: tuple[FileInfo, str, bool, str], extra, cache_dir: Optio
         return info.path, data, True
     now = Cache.make_key(salt, info.path, info.module, data)
     result = summarize_bytes(info.path, data, info.module, info.is_package, _catalogue(extra))
-    if isinstance(result, ModuleIR) and not want:
+    if not isinstance(result, Finding) and not want:
         return info.path, None, now != key
     return info.path, _deliver(info, now, salt, result, cache_dir), now != key
 
@@ -209,6 +211,8 @@ def _run_chunk(fn_name: str, items: list, extra: tuple[str, ...], kwargs: dict) 
 
 def _run(fn_name: str, fn: Callable, items: list, extra: tuple[str, ...], kwargs: dict) -> bytes:
     import pickle
+
+    from cudalint.core.ir import ModuleIR
 
     with paused_gc():
         results = [fn(item, extra, **kwargs) for item in items]

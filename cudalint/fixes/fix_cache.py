@@ -14,7 +14,7 @@ import os
 from typing import Any, Mapping, Optional, Sequence
 
 from cudalint.core.findings import Finding
-from cudalint.core.project import module_name
+from cudalint.core.modnames import module_name
 from cudalint.fixes.fixinfo import Edit, FixInfo, fixes_for
 
 
@@ -37,9 +37,14 @@ def _key(findings: Sequence[Finding], files: Sequence[str], config, cache) -> Op
         h.update(json.dumps(f.to_json(), sort_keys=True).encode("utf-8", "surrogateescape"))
     packages: dict[str, str] = {}
     for path in files:
-        key = cache.lookup(path, module_name(os.path.abspath(path), packages)[0])
-        if key is None:
-            return None  # a file the index does not vouch for: prove again
+        module = module_name(os.path.abspath(path), packages)[0]
+        key = cache.lookup(path, module)
+        if key is None:  # not in the index (a notebook, a file that changed since): named by its bytes
+            try:
+                with open(path, "rb") as f:
+                    key = "bytes:" + hashlib.sha256(f.read()).hexdigest() + "\0" + module
+            except OSError:
+                return None  # unreadable: prove again
         h.update(f"\0{path}\0{key}".encode("utf-8", "surrogateescape"))
     return h.hexdigest()
 

@@ -8,7 +8,6 @@ silently ignored setting. Paths in the file (`extend-catalogue`, `per-file-ignor
 """
 from __future__ import annotations
 
-import difflib
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -36,6 +35,8 @@ def _codes(value: Any, where: str) -> tuple[str, ...]:
 
 def known_codes(codes: tuple[str, ...], where: str) -> tuple[str, ...]:
     """Codes or prefixes that name at least one rule ("CUD0", "CUD101", "ALL"): a typo is an error, not silence."""
+    if not codes:
+        return codes
     from cudalint.core.registry import RULES
 
     for code in codes:
@@ -116,6 +117,8 @@ def parse(table: Mapping[str, Any], path: Path, label: str = "[tool.cudalint]") 
     out: dict[str, Any] = {}
     for key, value in table.items():
         if key not in KEYS:
+            import difflib  # (only for a key it does not know)
+
             close = difflib.get_close_matches(key, KEYS, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise SettingsError(f"{prefix}unknown key {key!r}{hint}; known keys: {', '.join(KEYS)}")

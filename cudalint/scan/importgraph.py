@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional, Sequence
 
-from cudalint.core.project import module_name
+from cudalint.core.modnames import module_name
 
 _IMPORT_RE = re.compile(
     r"^[ \t]*(?:from[ \t]+(?P<dots>\.*)[ \t]*(?P<mod>[\w.]*)[ \t]+import[ \t]*(?P<names>\([^)]*\)|[^\n#;]*)"
