@@ -235,8 +235,16 @@ def test_a_worker_writes_its_entries_only_while_it_is_idle(monkeypatch) -> None:
 
     from cudalint.engine import tasks
 
+    import os
+
     written: list = []
-    monkeypatch.setattr(tasks, "_write", lambda *entry: written.append(entry))
+    niceness: list = []  # the writer's, as it writes: it yields the cores to the parent's analysis (Linux)
+
+    def write(*entry):
+        written.append(entry)
+        niceness.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+
+    monkeypatch.setattr(tasks, "_write", write)
     monkeypatch.setattr(tasks, "_IDLE", threading.Event())
     monkeypatch.setattr(tasks, "_IDLE_SINCE", [time.monotonic()])
     monkeypatch.setattr(tasks, "_QUIET", 0.2)
@@ -258,6 +266,7 @@ def test_a_worker_writes_its_entries_only_while_it_is_idle(monkeypatch) -> None:
     assert len(written) == 1
     tasks._write_rest(later, writer)  # as the worker exits: the rest at once, then the thread ends
     assert written[-1][2] == "k2" and not writer.is_alive()
+    assert niceness == [os.getpriority(os.PRIO_PROCESS, 0) + tasks._WRITER_NICE] * 2
 
 
 _IMPORTED = """
