@@ -130,6 +130,25 @@ def test_a_touched_file_is_compared_whole_with_its_earlier_summary(tmp_path: Pat
     assert cache.runs_reused == 0  # the lock is gone: the whole summaries differ, the analysis runs
 
 
+def test_the_workers_keep_whole_the_summary_of_a_file_the_index_knows(tmp_path: Path) -> None:
+    """Pool workers strip the summaries they send (cudalint.engine.tasks._run), but not those of files
+    that may have changed (a branch checked out): the cutoff compares them whole with their earlier
+    summaries. Stripped, a comment would have made pool.py's differ, and the run would not be reused."""
+    src = tmp_path / "proj"
+    shutil.copytree(FIXTURES / "CUD001" / "cross_module", src)
+    pool = "import os\n" + POOL + "\n\ndef pin():\n    os.environ['CUDA_VISIBLE_DEVICES'] = '0'\n"
+    (src / "pool.py").write_text(pool)
+    for i in range(70):  # (enough files for the workers)
+        (src / f"aa_filler_{i:03d}.py").write_text(POOL if i % 2 else "import os\n\nos.environ['CUDA_VISIBLE_DEVICES'] = '0'\n")
+    first = _lines(lint_paths([str(src)], jobs=2, cache=Cache.open(tmp_path / "c", load_catalogue())))
+    assert first
+    for path in src.rglob("*.py"):  # (a comment in every file: enough changed files for the workers)
+        path.write_text(path.read_text() + "# a comment\n")
+    cache = Cache.open(tmp_path / "c", load_catalogue())
+    assert _lines(lint_paths([str(src)], jobs=2, cache=cache)) == first
+    assert cache.runs_reused == 1
+
+
 def test_the_shared_texts_and_positions_stay_bounded_in_a_long_lived_process(monkeypatch) -> None:
     """The language server summarizes every edit in one process: the table that makes equal event
     texts one object is emptied past its bound, and the summaries stay what they were."""

@@ -84,13 +84,16 @@ class Lean:
         self.on = enabled
         self.stripped: set[str] = set()
 
-    def __call__(self, path: str, value: Any, hold: bool = False) -> Any:
+    def __call__(self, path: str, value: Any, hold: bool = False, stripped: bool = False) -> Any:
         """`value` stripped, unless a module makes a context; `hold`: not yet (it is compared whole
-        with the file's earlier summary first)."""
+        with the file's earlier summary first); `stripped`: a worker stripped it already."""
         if type(value) is not ModuleIR:
             return value
         if value.makes_llama:
             self.on = False  # (the ones stripped so far are read again: `repair`)
+        if stripped:
+            self.stripped.add(path)
+            return value
         if not self.on or hold:
             return value
         lean = call_roomy(strip, value)  # (600 nested `elif` arms: a block 600 deep)

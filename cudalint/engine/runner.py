@@ -176,7 +176,10 @@ def _load(
     early: dict[str, Any] = {}
 
     def scan_all(todo: list[FileInfo]) -> None:
-        for path, key, raw, stamp, summary in pool.map_scans([(i, salt) for i in todo], judged=tuple(judged) if prefilter else (), cache_dir=cache_dir):
+        # a file the index knows may have changed: its new summary is compared whole with its old one
+        # (`before`), so a worker must not strip it (cudalint.engine.tasks._run)
+        items = [(i, salt, cache is not None and i.text is None and cache.previous(i.path) is not None) for i in todo]
+        for path, key, raw, stamp, summary in pool.map_scans(items, judged=tuple(judged) if prefilter else (), cache_dir=cache_dir):
             if isinstance(raw, Finding):
                 problems[path] = raw
             else:
@@ -240,7 +243,10 @@ def _load(
             continue
         if want and info.path in early:
             made = early.pop(info.path)  # (an object was made lean as it arrived: `scan_all`)
-            results[info.path] = lean(info.path, unpack(made), hold=info.path in before) if type(made) is tuple else made
+            if type(made) is tuple:  # (from a worker, which stripped it unless told not to: made[2])
+                results[info.path] = lean(info.path, unpack(made), hold=info.path in before, stripped=made[2])
+            else:
+                results[info.path] = made
             summarized += 1
             if cache is not None and info.cached:
                 cache.misses += 1  # (made, and cached, while the file was scanned)
@@ -435,21 +441,27 @@ class _Pool:
 
 
 def _chunks(items: list, jobs: int) -> list[list]:
-    """The items in runs of about equal bytes, in order (`map` keeps it): many small runs keep every
-    worker busy to the end, and a run of big files no longer makes one worker finish last (timm's
-    17 runs of 17 files each held 43 to 684 KB). At most 64 files a run, since each file
+    """The items in runs, in order (`map` keeps it), each of about a quarter of a worker's share of
+    the bytes still to hand out, down to a floor: big runs first and small ones at the end, so that
+    the workers finish together ("guided" scheduling; with runs of equal bytes the last worker
+    still ran alone for half a run). By bytes, since a run of big files made one worker finish last
+    (timm's 17 runs of 17 files each held 43 to 684 KB); at most 64 files a run, since each file
     also costs a fixed amount."""
     sizes = [_size(item[0]) for item in items]
-    target = max(1, sum(sizes) // (jobs * 16))
+    remaining = sum(sizes)
+    floor = max(1, remaining // (jobs * 64))
     out: list[list] = []
     run: list = []
     held = 0
+    target = max(floor, remaining // (jobs * 4))
     for item, size in zip(items, sizes):
         run.append(item)
         held += size
         if held >= target or len(run) >= 64:
             out.append(run)
+            remaining -= held
             run, held = [], 0
+            target = max(floor, remaining // (jobs * 4))
     if run:
         out.append(run)
     return out

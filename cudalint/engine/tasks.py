@@ -66,7 +66,7 @@ def _scan_task(
     judged), or probably will (`likely_selected`), is summarized right here from the scan's syntax
     tree: one parse instead of two.
     `calls`/`stops`: which halves of the scan to make (cudalint.scan.scanner.scan_tree)."""
-    info, salt = item
+    info, salt = item[0], item[1]  # (item[2]: keep its summary whole, read by `_run`)
     try:
         st = os.stat(info.path)
         stamp: Optional[tuple[int, int]] = (st.st_mtime_ns, st.st_size)  # before reading: never newer than the bytes
@@ -227,12 +227,23 @@ def _run(fn_name: str, fn: Callable, items: list, extra: tuple[str, ...], kwargs
         results = [fn(item, extra, **kwargs) for item in items]
         if fn_name == "_scan_task":
             # the early summaries stay bytes until the selection is made (`load_files`): one pickle for the
-            # chunk's, which share their strings and positions (cudalint.summary.summarize._SHARED)
-            made = [r[4] for r in results if type(r[4]) is ModuleIR]
+            # chunk's, which share their strings and positions (cudalint.summary.summarize._SHARED);
+            # stripped of the thread model's events here (cudalint.engine.lean), unless the summary makes a
+            # llama.cpp context or the parent keeps it whole (item[2]): on vllm the parent stripped and
+            # unpickled them alone, a tenth of its share of the run
+            from cudalint.engine.lean import strip
+
+            made, stripped = [], []
+            for item, r in zip(items, results):
+                summary = r[4]
+                if type(summary) is ModuleIR:
+                    lean = summary if summary.makes_llama or (len(item) > 2 and item[2]) else _deep(lambda: strip(summary))
+                    made.append(lean)
+                    stripped.append(lean is not summary)
             if made:
                 blob = _deep(lambda: pickle.dumps(made, protocol=pickle.HIGHEST_PROTOCOL))
                 at = iter(range(len(made)))
-                results = [(*r[:4], (blob, next(at))) if type(r[4]) is ModuleIR else r for r in results]
+                results = [(*r[:4], (blob, (i := next(at)), stripped[i])) if type(r[4]) is ModuleIR else r for r in results]
         return _deep(lambda: pickle.dumps(results, protocol=pickle.HIGHEST_PROTOCOL))
 
 
@@ -246,7 +257,7 @@ def _unpacker() -> Callable[[Any], Any]:
     def unpack(value: Any) -> Any:
         if type(value) is not tuple:
             return value
-        blob, at = value
+        blob, at = value[0], value[1]
         hit = loaded.get(id(blob))
         if hit is None:
             hit = loaded[id(blob)] = (blob, _deep(lambda: pickle.loads(blob)))

@@ -30,6 +30,7 @@ class _Calls:
         self.reached: dict[Optional[frozenset], set[tuple[str, bytes]]] = {}  # nodes known to reach one
         self.exports: dict[str, Optional[frozenset]] = {}  # cudalint.scan.callreach._Calls._exports
         self.star_sources: dict[str, tuple[dict[str, list[str]], tuple[str, ...]]] = {}  # _Calls._star_sources
+        self.callee_keys: dict[tuple[Optional[frozenset], tuple[str, bytes]], tuple[tuple[str, bytes], ...]] = {}  # _Calls._callee_keys
 
     def gated(self, path: str, kinds: Iterable[str]) -> set[str]:
         return self.kinds[path].intersection(kinds)
@@ -123,26 +124,23 @@ class _Calls:
         modules: set[str] = set()
         callers: dict[tuple[str, bytes], set[tuple[str, bytes]]] = {}
         selfish: dict[tuple[str, bytes], bool] = {}
-        todo: list[tuple[Optional[tuple[str, bytes]], str, str]] = [(None, o, c) for o, c in starts]
+        todo: list[tuple[Optional[tuple[str, bytes]], tuple[str, bytes]]] = [
+            (None, (target, name)) for o, c in starts for target, name in self._resolve(o, c) if name is not None and target in below
+        ]
         while todo:
-            parent, origin, chain = todo.pop()
-            for target, name in self._resolve(origin, chain):
-                if target not in below:
-                    continue
-                if name is None:
-                    continue  # the module itself: not a call
-                key = (target, name)
-                if parent is not None:
-                    callers.setdefault(key, set()).add(parent)
-                if key in selfish:
-                    continue
-                node = self._node(target, name)
-                # a function that imports a module runs its top level
-                runs = {t for m in (node[2] if node is not None and imports_run else ()) for t in self.index.targets(target, [m])} & imatter
-                modules |= runs
-                selfish[key] = bool(runs) or self._matters(key, node, None)
-                if node is not None:
-                    todo.extend((key, target, c) for c in node[1])
+            parent, key = todo.pop()
+            if parent is not None:
+                callers.setdefault(key, set()).add(parent)
+            if key in selfish:
+                continue
+            target = key[0]
+            node = self._node(*key)
+            # a function that imports a module runs its top level
+            runs = {t for m in (node[2] if node is not None and imports_run else ()) for t in self.index.targets(target, [m])} & imatter
+            modules |= runs
+            selfish[key] = bool(runs) or self._matters(key, node, None)
+            if node is not None:
+                todo.extend((key, callee) for callee in self._callee_keys(key, node))
         # a function that calls one that matters matters: up the call edges from those that do
         matters = _up_closure((k for k, v in selfish.items() if v), callers)
         for origin, name in imports:
@@ -173,7 +171,7 @@ class _Calls:
                     reached.update(way)
                     return True
                 way.append(callee)
-                stack.append(self._callees(callee[0], node[1], below))  # type: ignore[index]
+                stack.append(iter(self._callee_keys(callee, node, key)))  # type: ignore[arg-type]
                 break
             else:
                 stack.pop()
@@ -181,6 +179,16 @@ class _Calls:
                     way.pop()
         unreached |= seen  # every node seen was followed to its end without reaching the goal
         return False
+
+    def _callee_keys(self, key: tuple[str, bytes], node: tuple, goal: Optional[frozenset] = None) -> tuple[tuple[str, bytes], ...]:
+        """The functions node `key` may call, each once, in the modules with an event of the `goal`
+        kinds in or below them (`_callees`); made once per node and goal: on transformers the walks
+        resolved 2.5 million call edges one by one, most of them many times over."""
+        memo = (goal, key)
+        hit = self.callee_keys.get(memo)
+        if hit is None:
+            hit = self.callee_keys[memo] = tuple(dict.fromkeys(self._callees(key[0], node[1], self._below(goal))))
+        return hit
 
     def _callees(self, origin: str, chains: Iterable[str], below: set[str]) -> Iterator[tuple[str, bytes]]:
         """The functions these dotted names of `origin` may call that have something of the kind in
