@@ -11,7 +11,7 @@ from cudalint.core.findings import Finding
 from cudalint.core.modnames import module_name
 
 if TYPE_CHECKING:
-    # imported where they are used: a run the cache answers whole (cudalint.engine.runner.reused_run)
+    # imported where they are used: a run the cache answers whole (cudalint.engine.indexed.reused_run)
     # needs no catalogue, checks, analysis or IR, and importing them was a third of its time
     from cudalint.core.catalogue import Catalogue
     from cudalint.core.ir import ModuleIR
@@ -148,6 +148,7 @@ def _lint_files(
     prefilter: bool,
 ) -> LintResult:
     from cudalint.engine import runner
+    from cudalint.engine.indexed import index_files, reused_run
     from cudalint.engine.serialize import encode
 
     texts = {**(texts or {}), **(overlay or {})}
@@ -161,9 +162,9 @@ def _lint_files(
     notebook_files = [p for p in files if p.endswith(".ipynb")]
     prefilter = prefilter and not notebook_files  # a notebook is not scanned: it may reach any module
     run_salt = None if overlay else repr((config, noqa, [encode(f) for f in findings], _fingerprints(notebook_files)))
-    indexed = runner.index_files(py_files, cache, texts, uncached=tuple(overlay or ()))
+    indexed = index_files(py_files, cache, texts, uncached=tuple(overlay or ()))
     if cache is not None and run_salt is not None:
-        reused = runner.reused_run(indexed, cache, run_salt, prefilter)
+        reused = reused_run(indexed, cache, run_salt, prefilter)
         if reused is not None:
             return LintResult(findings=tuple(reused), files=count)
     from cudalint.analysis.flow import Analyzer

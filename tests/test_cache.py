@@ -283,7 +283,7 @@ print(code, sorted(m for m in sys.modules if m.startswith(heavy) and m != "cudal
 
 def test_a_run_the_cache_answers_whole_imports_no_analysis(tmp_path: Path) -> None:
     """Nothing changed: the findings come from the run cache before the catalogue, the checks, the
-    IR or the analysis are imported (cudalint.engine.runner.reused_run; they were a third of a warm
+    IR or the analysis are imported (cudalint.engine.indexed.reused_run; they were a third of a warm
     run of lightning). A test of what is imported, not of time: `make bench` times it."""
     import subprocess
     import sys

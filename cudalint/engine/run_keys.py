@@ -35,7 +35,7 @@ def _run_hash(kind: str, salt: str, run_salt: str, prefilter: bool, judged: Iter
 def source_key(salt: str, run_salt: str, prefilter: bool, infos: "Iterable[FileInfo]", keys: Mapping[str, str], problems: Mapping[str, Finding]) -> str:
     """Names the files' bytes. The kinds of event judged are not in it: they follow from the
     configuration (in `run_salt`) and the catalogue (in `salt`), and a run the cache answers whole
-    need not work them out (cudalint.engine.runner.reused_run)."""
+    need not work them out (cudalint.engine.indexed.reused_run)."""
     h = _run_hash("bytes", salt, run_salt, prefilter, ())
     for info in infos:
         # the module name too: it comes from `__init__.py` files that need not be among the inputs

@@ -17,15 +17,15 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
 
 from cudalint.inputs import source
 from cudalint.engine import run_keys
 from cudalint.engine.cache import Cache, scan_digest
 from cudalint.core.findings import Finding
-from cudalint.core.modnames import module_name
 from cudalint.core.deep import call_roomy as _deep
 from cudalint.engine.gc_pause import paused_gc
+from cudalint.engine.indexed import Indexed, index_files
 from cudalint.engine.tasks import _CALLS_FIELDS, FileInfo, _read, _run_chunk, _scan_task, _summary_task, _unpacker, start_worker
 from cudalint.safepath import trusted_cwd
 
@@ -64,50 +64,6 @@ def default_jobs() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not Linux
         return max(1, os.cpu_count() or 1)
-
-
-@dataclass
-class Indexed:
-    """Pass 0: each file's place, and the keys the cache's index gives the files whose mtime and
-    size are as it recorded them (`known`); the others must be read (`todo`)."""
-
-    infos: list[FileInfo]
-    keys: dict[str, str]
-    known: list[FileInfo]
-    todo: list[FileInfo]
-    digests: dict[str, Optional[str]]  # path -> its scan's digest (cudalint.engine.cache.scan_digest)
-
-
-def index_files(paths: Sequence[str], cache: Optional[Cache], texts: Optional[Mapping[str, str]] = None, uncached: Iterable[str] = ()) -> Indexed:
-    """Pass 0 over `paths`: `texts` are contents given instead of the files' (never looked up), and
-    `uncached` files are neither read from nor written to the cache."""
-    texts = texts or {}
-    uncached = set(uncached)
-    packages: dict[str, str] = {}
-    infos = [_info(p, texts.get(p), p not in uncached, packages) for p in paths]
-    keys: dict[str, str] = {}
-    known: list[FileInfo] = []
-    todo: list[FileInfo] = []
-    digests: dict[str, Optional[str]] = {}
-    for info in infos:
-        hint = cache.known(info.path, info.module) if cache is not None and info.text is None else None
-        if hint is not None:
-            keys[info.path], digests[info.path] = hint
-            known.append(info)
-        else:
-            todo.append(info)
-    return Indexed(infos=infos, keys=keys, known=known, todo=todo, digests=digests)
-
-
-def reused_run(indexed: Indexed, cache: Cache, run_salt: str, prefilter: bool) -> Optional[list[Finding]]:
-    """The findings of an earlier run over these same files, when the index knows every one of
-    them unchanged: the run needs no scan, no catalogue and no analysis (nor their imports)."""
-    if indexed.todo:
-        return None
-    reused = cache.get_run(run_keys.source_key(cache.salt, run_salt, prefilter, indexed.infos, indexed.keys, {}))
-    if reused is not None:
-        cache.save_index()
-    return reused
 
 
 def load_files(
@@ -326,12 +282,6 @@ def _summarize(pool: "_Pool", cache: Optional[Cache], stored: list[FileInfo], wo
         results[path] = keep(path, result)
         summarized += path in chosen
     return run_key, summarized
-
-
-def _info(path: str, text: Optional[str], cached: bool, packages: dict[str, str]) -> FileInfo:
-    modname, is_package = module_name(os.path.abspath(path), packages)
-    data = text.encode("utf-8") if text is not None else None
-    return FileInfo(path=path, module=modname, is_package=is_package, text=data, cached=cached)
 
 
 def _scan_from(raw: Sequence[Any]) -> "Scan":
