@@ -454,3 +454,31 @@ def test_a_file_likely_chosen_is_parsed_once(tmp_path: Path, monkeypatch) -> Non
     parsed.clear()
     lint_paths([str(pkg)], cache=None, jobs=1)
     assert parsed == ["stops.py"]  # chosen (it may end the path) without effects or a package import
+
+
+# ---------- the scan's text searches: fast forms that must answer as the plain ones ----------------
+@pytest.mark.parametrize("text", [b"2foo", b"a2foo", b"_2foo", b"foo2", b"foo", b" foo.bar", b"0x1F", b"F(", b"xF", b"(F)", b"__F", b"os.path", b"pos", b"9os", b"9x1", b"ax1", b"b_a", b"1_a", b"# import. x"])
+def test_has_word_answers_as_the_list_of_words(text: bytes) -> None:
+    from cudalint.scan.scanner import _has_word
+    from cudalint.scan.text import _WORD
+
+    for word in (b"foo", b"F", b"os", b"x1", b"_a", b"import.", b"bar"):
+        assert _has_word(text, word) is (word in set(_WORD.findall(text))), (text, word)
+
+
+def test_joints_are_looked_for_before_the_text_is_rewritten() -> None:
+    from cudalint.scan.text import _JOINER, _may_join
+
+    for data in (b'x = "cu" "da"', b"f\"cu{'da'}\"", b"f\"{'cu'}da\"", b"\"c\" 'u' \"da\"", b'x = ("cu"\n     # why\n     "da")'):
+        assert b"cuda" not in data and b"cuda" in _JOINER.sub(b"", data) and _may_join(b"cuda", data), data
+    assert not _may_join(b"cuda", b'x = "ucd" + "adu"  # cu da')  # no part of it ends where a joint starts
+
+
+def test_calls_are_found_inside_the_first_argument_too() -> None:
+    """(the forward regex took `g` for `f`'s first argument and never saw the call `g(x)`)"""
+    from cudalint.scan.text import _qualified_calls
+
+    calls = _qualified_calls(b"import torch as t\nf(g(x), 1)\nt . cuda . set_device(0)\nh (\n  -1)\n", {b"t": ("torch",)})
+    assert set(calls) == {"f", "g", "t.cuda.set_device", "torch.cuda.set_device", "h"}
+    assert calls.firsts["f"] == {b"g"} and calls.firsts["g"] == {b"x"} and calls.firsts["h"] == {b"-1"}
+    assert calls.int_first("torch.cuda.set_device") and not calls.int_first("f")

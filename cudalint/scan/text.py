@@ -179,6 +179,8 @@ class _Strings:
             return True
         if self._escaped(need):
             return None
+        if not _may_join(need.lstrip(b"^"), self.data):
+            return False
         if self.joined is None:
             self.joined = _JOINER.sub(b"", self.data)
         return self._has(need, self.joined)
@@ -212,6 +214,14 @@ class _Strings:
         if pattern is None:
             pattern = _LEADING[need] = re.compile(rb"(?:(?<![=!<>])=|[(,\[])\s*[rRbBuUfF]{0,2}[\"']" + re.escape(need[1:]))
         return need[1:] in data and pattern.search(data) is not None
+
+
+def _may_join(body: bytes, data: bytes) -> bool:
+    """Whether joining adjacent literals (`_JOINER`) may spell `body`, which `data` does not hold:
+    some part of it must end right before where a joint starts (a quote, or the `{` of an f-string
+    placeholder). Asked before the joining, which rewrites the whole text (a fiftieth of a
+    worker's time on transformers, mostly for texts that could not join into anything)."""
+    return any(body[:i] + q in data for i in range(1, len(body)) for q in (b'"', b"'", b"{"))
 
 
 _LEADING: dict[bytes, re.Pattern] = {}
