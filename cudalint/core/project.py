@@ -23,6 +23,8 @@ class Project:
     _bindings: dict = field(default_factory=dict, repr=False)  # module path -> its reexports as a dict
     _folders: dict = field(default_factory=dict, repr=False)  # module path -> its folder
     _in_folder: dict = field(default_factory=dict, repr=False)  # (folder, name) -> module
+    _symbols: dict = field(default_factory=dict, repr=False)  # (importer's path, symbol) -> resolve_symbol's answer
+    _functions: dict = field(default_factory=dict, repr=False)  # (module path, qualname) -> function's answer
 
     def __post_init__(self) -> None:
         for mod in self.modules:
@@ -79,15 +81,32 @@ class Project:
         """A call symbol to (module, qualname) of a project function or class."""
         if symbol.startswith(":"):
             return importer, symbol[1:]
+        # (asked again at every walk of the event that names it: on vllm 330,000 times)
+        key = (importer.path, symbol)
+        hit = self._symbols.get(key, self)
+        if hit is not self:
+            return hit  # type: ignore[return-value]
+        found = None
         parts = symbol.split(".")
         for cut in range(len(parts) - 1, 0, -1):
             mod = self.resolve_module(".".join(parts[:cut]), importer)
             if mod is not None:
-                return mod, ".".join(parts[cut:])
-        return None
+                found = mod, ".".join(parts[cut:])
+                break
+        self._symbols[key] = found
+        return found
 
     def function(self, mod: ModuleIR, qualname: str, seen: Optional[set] = None) -> Optional[tuple[ModuleIR, Function]]:
         """Find `qualname` in `mod`: a function, a method (through base classes), or a class's __init__."""
+        if seen is not None:  # (a search under way: the answer may depend on where it came from)
+            return self._function(mod, qualname, seen)
+        key = (mod.path, qualname)
+        hit = self._functions.get(key, self)
+        if hit is self:
+            hit = self._functions[key] = self._function(mod, qualname, None)
+        return hit  # type: ignore[return-value]
+
+    def _function(self, mod: ModuleIR, qualname: str, seen: Optional[set]) -> Optional[tuple[ModuleIR, Function]]:
         if qualname in mod.functions:
             return mod, mod.functions[qualname]
         if qualname in mod.classes:
