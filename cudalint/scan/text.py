@@ -162,7 +162,7 @@ class _Strings:
 
     def may_hold(self, needs: tuple[bytes, ...]) -> bool:
         for need in needs:
-            found = self._holds(need)
+            found = self._holds_once(need)  # (the triggers of one file ask the same texts many times)
             if found is None:
                 return True  # an escape may spell anything
             if not found:
@@ -179,9 +179,9 @@ class _Strings:
             return True
         if self._escaped(need):
             return None
-        if not _may_join(need.lstrip(b"^"), self.data):
-            return False
         if self.joined is None:
+            if not _may_join(need.lstrip(b"^"), self.data):
+                return False
             self.joined = _JOINER.sub(b"", self.data)
         return self._has(need, self.joined)
 
