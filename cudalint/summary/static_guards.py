@@ -39,7 +39,7 @@ def module_constants(tree: ast.Module) -> dict[str, object]:
     if not first:
         return {}
     bindings: dict[str, int] = {}
-    for node in ast.walk(tree):
+    for node in nodes(tree):  # (ast.walk's generators here were 2 % of a worker's time on vllm)
         kind = type(node)
         if kind is ast.Name and type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
             bindings[node.id] = bindings.get(node.id, 0) + 1  # type: ignore[attr-defined]
