@@ -147,7 +147,6 @@ def _lint_files(
     jobs: Optional[int],
     prefilter: bool,
 ) -> LintResult:
-    from cudalint.engine import runner
     from cudalint.engine.indexed import index_files, reused_run
     from cudalint.engine.serialize import encode
 
@@ -168,6 +167,7 @@ def _lint_files(
         if reused is not None:
             return LintResult(findings=tuple(reused), files=count)
     from cudalint.analysis.flow import Analyzer
+    from cudalint.engine import runner
     from cudalint.checks import build_checks, build_derive, build_sparse, init_keys, project_checks, watched
     from cudalint.core.catalogue import load_catalogue
     from cudalint.core.ir import ModuleIR

@@ -41,9 +41,9 @@ def catalogue_fingerprint(catalogue: "Catalogue") -> str:
     return h.hexdigest()[:16]
 
 
-def _index_key(path: str) -> str:
+def _index_key(path: str, absolute: Optional[str] = None) -> str:
     # summaries hold the path as it was given, so the same file named two ways has two entries
-    return os.path.abspath(path) + "\0" + path
+    return (absolute or os.path.abspath(path)) + "\0" + path
 
 
 _SHARDS = "0123456789abcdef"  # the first digit of a key (a sha256 in hex)
@@ -174,10 +174,10 @@ class Cache:
             self.shards_read += 1
         return got
 
-    def _entry(self, path: str) -> Optional[list]:
-        """The index's [mtime_ns, size, key, scan digest, summary name, module name] for `path`, if it
-        has that shape."""
-        hit = self._load_index().get(_index_key(path))
+    def _entry(self, path: str, absolute: Optional[str] = None) -> Optional[list]:
+        """The index's [mtime_ns, size, key, scan digest, summary name, module name] for `path`
+        (`absolute`: its absolute path, when known), if it has that shape."""
+        hit = self._load_index().get(_index_key(path, absolute))
         if _entry_shape(hit):
             return hit
         return None
@@ -231,9 +231,9 @@ class Cache:
         known = self.known(path, modname)
         return known[0] if known is not None else None
 
-    def known(self, path: str, modname: str) -> Optional[tuple[str, str]]:
+    def known(self, path: str, modname: str, absolute: Optional[str] = None) -> Optional[tuple[str, str]]:
         """`lookup`'s key, and the digest of the scan recorded with it (cudalint.engine.cache.scan_digest)."""
-        hit = self._entry(path)
+        hit = self._entry(path, absolute)
         if hit is None or hit[5] != modname:
             return None
         try:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Optional, Sequence
 from cudalint.core.findings import Finding
 from cudalint.core.modnames import module_name
 from cudalint.engine import run_keys
-from cudalint.engine.tasks import FileInfo
+from cudalint.engine.fileinfo import FileInfo
 
 if TYPE_CHECKING:
     from cudalint.engine.cache import Cache
@@ -35,13 +35,14 @@ def index_files(paths: Sequence[str], cache: Optional[Cache], texts: Optional[Ma
     texts = texts or {}
     uncached = set(uncached)
     packages: dict[str, str] = {}
-    infos = [_info(p, texts.get(p), p not in uncached, packages) for p in paths]
+    absolute = [os.path.abspath(p) for p in paths]
+    infos = [_info(p, a, texts.get(p), p not in uncached, packages) for p, a in zip(paths, absolute)]
     keys: dict[str, str] = {}
     known: list[FileInfo] = []
     todo: list[FileInfo] = []
     digests: dict[str, Optional[str]] = {}
-    for info in infos:
-        hint = cache.known(info.path, info.module) if cache is not None and info.text is None else None
+    for info, at in zip(infos, absolute):
+        hint = cache.known(info.path, info.module, at) if cache is not None and info.text is None else None
         if hint is not None:
             keys[info.path], digests[info.path] = hint
             known.append(info)
@@ -61,7 +62,7 @@ def reused_run(indexed: Indexed, cache: Cache, run_salt: str, prefilter: bool) -
     return reused
 
 
-def _info(path: str, text: Optional[str], cached: bool, packages: dict[str, str]) -> FileInfo:
-    modname, is_package = module_name(os.path.abspath(path), packages)
+def _info(path: str, absolute: str, text: Optional[str], cached: bool, packages: dict[str, str]) -> FileInfo:
+    modname, is_package = module_name(absolute, packages)
     data = text.encode("utf-8") if text is not None else None
     return FileInfo(path=path, module=modname, is_package=is_package, text=data, cached=cached)

@@ -23,7 +23,7 @@ from cudalint.engine.serialize import dumps
 if TYPE_CHECKING:
     from cudalint.core.ir import ModuleIR
     from cudalint.engine.cache import Cache
-    from cudalint.engine.runner import FileInfo
+    from cudalint.engine.fileinfo import FileInfo
 
 _NAMES = ("utf-8", "surrogateescape")
 

@@ -26,7 +26,8 @@ from cudalint.core.findings import Finding
 from cudalint.core.deep import call_roomy as _deep
 from cudalint.engine.gc_pause import paused_gc
 from cudalint.engine.indexed import Indexed, index_files
-from cudalint.engine.tasks import _CALLS_FIELDS, FileInfo, _read, _run_chunk, _scan_task, _summary_task, _unpacker, start_worker
+from cudalint.engine.fileinfo import FileInfo
+from cudalint.engine.tasks import _CALLS_FIELDS, _read, _run_chunk, _scan_task, _summary_task, _unpacker, start_worker
 from cudalint.safepath import trusted_cwd
 
 if TYPE_CHECKING:  # (imported where used: a run the cache answers whole needs neither: `reused_run`)

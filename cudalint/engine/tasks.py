@@ -7,12 +7,12 @@ import os
 import queue
 import threading
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from cudalint.inputs import source
 from cudalint.engine.cache import Cache
 from cudalint.core.findings import Finding
+from cudalint.engine.fileinfo import FileInfo
 from cudalint.core.deep import call_roomy as _deep
 from cudalint.engine.gc_pause import paused_gc
 
@@ -20,15 +20,6 @@ if TYPE_CHECKING:  # (imported where they are used: the runner imports this modu
     from cudalint.core.catalogue import Catalogue
     from cudalint.core.ir import ModuleIR
     from cudalint.scan.scanner import Scan
-
-
-@dataclass(frozen=True)
-class FileInfo:
-    path: str
-    module: str
-    is_package: bool
-    text: Optional[bytes] = None  # given contents (flake8's lines, --fix's overlay) instead of the file's
-    cached: bool = True  # False: neither read from nor written to the cache (an overlay)
 
 
 def _read(info: FileInfo) -> Union[bytes, Finding]:
