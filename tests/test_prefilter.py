@@ -459,8 +459,7 @@ def test_a_file_likely_chosen_is_parsed_once(tmp_path: Path, monkeypatch) -> Non
 # ---------- the scan's text searches: fast forms that must answer as the plain ones ----------------
 @pytest.mark.parametrize("text", [b"2foo", b"a2foo", b"_2foo", b"foo2", b"foo", b" foo.bar", b"0x1F", b"F(", b"xF", b"(F)", b"__F", b"os.path", b"pos", b"9os", b"9x1", b"ax1", b"b_a", b"1_a", b"# import. x"])
 def test_has_word_answers_as_the_list_of_words(text: bytes) -> None:
-    from cudalint.scan.scanner import _has_word
-    from cudalint.scan.text import _WORD
+    from cudalint.scan.text import _WORD, _has_word
 
     for word in (b"foo", b"F", b"os", b"x1", b"_a", b"import.", b"bar"):
         assert _has_word(text, word) is (word in set(_WORD.findall(text))), (text, word)

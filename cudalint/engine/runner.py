@@ -133,16 +133,17 @@ def _load(
     early: dict[str, Any] = {}
 
     def scan_all(todo: list[FileInfo]) -> None:
-        # a file the index knows may have changed: its new summary is compared whole with its old one
-        # (`before`), so a worker must not strip it (cudalint.engine.tasks._run)
-        items = [(i, salt, cache is not None and i.text is None and cache.previous(i.path) is not None) for i in todo]
+        # what the index recorded of each file: one that may have changed has its new summary compared
+        # whole with its old one (`before`), so a worker must not strip it (cudalint.engine.tasks._run)
+        prior = {i.path: cache.previous(i.path) for i in todo if i.text is None} if cache is not None else {}
+        items = [(i, salt, prior.get(i.path) is not None) for i in todo]
         for path, key, raw, stamp, summary in pool.map_scans(items, judged=tuple(judged) if prefilter else (), cache_dir=cache_dir):
             if isinstance(raw, Finding):
                 problems[path] = raw
             else:
                 keys[path], scans[path] = key, _scan_from(raw)
                 if cache is not None and stamp is not None and info_of[path].text is None:
-                    old = cache.previous(path)
+                    old = prior.get(path)
                     if old is not None and old[0] != key:
                         before[path] = old
                     digests[path] = cache.remember(path, info_of[path].module, stamp, key, raw)

@@ -39,10 +39,10 @@ def _key(findings: Sequence[Finding], files: Sequence[str], config, cache) -> Op
     for path in files:
         module = module_name(os.path.abspath(path), packages)[0]
         key = cache.lookup(path, module)
-        if key is None:  # not in the index (a notebook, a file that changed since): named by its bytes
+        if key is None:  # not in the index (a notebook, a file that changed since): its bytes' key
             try:
                 with open(path, "rb") as f:
-                    key = "bytes:" + hashlib.sha256(f.read()).hexdigest() + "\0" + module
+                    key = cache.key(path, module, f.read())
             except OSError:
                 return None  # unreadable: prove again
         h.update(f"\0{path}\0{key}".encode("utf-8", "surrogateescape"))

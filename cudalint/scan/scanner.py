@@ -12,7 +12,7 @@ from cudalint.core.catalogue import Catalogue
 from cudalint.scan.imports import _imports
 from cudalint.scan.layout import _Layout
 from cudalint.scan.nodes import _ast
-from cudalint.scan.text import _WORD
+from cudalint.scan.text import _WORD, _has_word
 from cudalint.scan.triggers import _triggers
 
 
@@ -38,29 +38,6 @@ class Scan:
     defs: Mapping[str, list] = field(default_factory=dict)  # function or class name -> [its own kinds, imports, local names it mentions, dotted names]
     stops: Mapping[str, object] = field(default_factory=dict)  # "" (top level), "f", "C", "C.m" -> 1 never returns; [dotted names, keys] if one of them never returns; absent: returns
     syntax_ok: bool = True  # CPython's parser accepts it (a skipped file then needs nothing more)
-
-
-_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_0123456789")
-_DIGITS = frozenset(b"0123456789")
-
-
-def _has_word(text: bytes, word: bytes) -> bool:
-    """Whether `_WORD.findall(text)` lists `word`: a word (not `import.`, a name the import regexes
-    may find in a comment), found where no word character follows, with none but digits before it
-    (`2foo` lists `foo`; `a2foo` is one word)."""
-    if _WORD.fullmatch(word) is None:
-        return False
-    pos = text.find(word)
-    while pos >= 0:
-        end = pos + len(word)
-        if end == len(text) or text[end] not in _WORD_BYTES:
-            before = pos - 1
-            while before >= 0 and text[before] in _DIGITS:
-                before -= 1
-            if before < 0 or text[before] not in _WORD_BYTES:
-                return True
-        pos = text.find(word, pos + 1)
-    return False
 
 
 def _lines(data: bytes) -> bytes:

@@ -11,6 +11,29 @@ _WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 
 _DUNDER = re.compile(r"^__\w+__$")
 
+_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_0123456789")
+_DIGITS = frozenset(b"0123456789")
+
+
+def _has_word(text: bytes, word: bytes) -> bool:
+    """Whether `_WORD.findall(text)` lists `word`: a word (not `import.`, a name the import regexes
+    may find in a comment), found where no word character follows, with none but digits before it
+    (`2foo` lists `foo`; `a2foo` is one word)."""
+    if _WORD.fullmatch(word) is None:
+        return False
+    pos = text.find(word)
+    while pos >= 0:
+        end = pos + len(word)
+        if end == len(text) or text[end] not in _WORD_BYTES:
+            before = pos - 1
+            while before >= 0 and text[before] in _DIGITS:
+                before -= 1
+            if before < 0 or text[before] not in _WORD_BYTES:
+                return True
+        pos = text.find(word, pos + 1)
+    return False
+
+
 # spellings that put text into a string value without writing it out: escapes, and adjacent
 # literals / f-string placeholders that the summarizer's `literal` joins
 _ESCAPE = re.compile(rb"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[0-7]{1,3}|N\{[^}\n]*\})")
