@@ -95,3 +95,37 @@ def test_a_local_check_judges_each_event_once(tmp_path: Path, monkeypatch) -> No
     assert values == ["0,1"]  # (CUD007's check of a valid value: a property of the write alone, judged once)
     codes = sorted((Path(f.path).name, f.line, f.code) for f in an.findings.values())
     assert codes == [("base.py", 3, "CUD001")]  # (the write after top.py's init: still judged in each state)
+
+
+# ---------- facts carried through calls ------------------------------------------------------------
+
+def test_a_fact_crossing_calls_shares_its_witness_and_shows_it_whole() -> None:
+    """Each call a fact crosses adds one step (Fact.later), shared with the callee's fact; the
+    witness is the whole chain, innermost cause first."""
+    from cudalint.analysis.facts import Fact
+    from cudalint.core.findings import Step
+
+    made = Fact((Step("m.py", 3, "init here"),), ("torch.cuda.init()", "m.py", 3), ("env_value:X=1",))
+    one = made.later(Step("a.py", 7, "calls f()"))
+    two = one.later(Step("b.py", 9, "calls g()"))
+    assert [(s.path, s.line) for s in two.steps] == [("m.py", 3), ("a.py", 7), ("b.py", 9)]
+    assert two.added[1] is one.added and two.made is made.made and made.steps == made.made
+    assert two.unless == ("env_value:X=1",) and two.surely().unless == () and two.surely().steps == two.steps
+
+
+def test_an_initialization_made_sure_on_a_later_line_holds_in_every_caller(tmp_path: Path) -> None:
+    """`torch.cuda.is_available()` initializes unless PYTORCH_NVML_BASED_CUDA_CHECK=1; the
+    `torch.cuda.init()` after it initializes whatever the caller set. The caller that set the
+    variable still writes CUDA_VISIBLE_DEVICES too late; the witness keeps the first cause."""
+    files = {
+        "lib.py": "import torch\n\n\ndef setup():\n    torch.cuda.is_available()\n    torch.cuda.init()\n",
+        "main.py": (
+            'import os\nimport lib\n\nos.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"\nlib.setup()\n'
+            'os.environ["CUDA_VISIBLE_DEVICES"] = "0"\n'
+        ),
+    }
+    an = analyze(tmp_path, files)
+    found = sorted((Path(f.path).name, f.line, f.code) for f in an.findings.values())
+    assert found == [("main.py", 6, "CUD001")]
+    (finding,) = an.findings.values()
+    assert [(Path(s.path).name, s.line) for s in finding.witness] == [("lib.py", 5), ("main.py", 5), ("main.py", 6)]

@@ -97,13 +97,26 @@ def test_watched_notes_only_what_depends_on_the_caller() -> None:
 
 def test_a_settled_summary_needs_a_state_without_its_keys() -> None:
     replay, summary, other = Replay(), object(), object()
-    assert not replay.settled(summary, {})
-    replay.settle(summary, {"init:driver"})
-    assert replay.settled(summary, {}) and replay.settled(summary, {"imported": 3, "env_set:X": _fact(1)})
-    assert not replay.settled(summary, {"init:driver": _fact(1)})
-    assert not replay.settled(other, {})
-    replay.settle(other, {"init:driver"})
-    assert replay._settled[id(other)][1] is replay._settled[id(summary)][1]  # (one copy of equal key sets)
+    assert replay.settled(summary, {}) == (0, frozenset())
+    replay.settle(summary, 0b101, {"init:driver"})
+    assert replay.settled(summary, {}) == (0b101, {"init:driver"})
+    assert replay.settled(summary, {"imported": 3, "env_set:X": _fact(1)})[0] == 0b101
+    assert replay.settled(summary, {"init:driver": _fact(1)}) == (0, frozenset())
+    assert replay.settled(other, {})[0] == 0
+    replay.settle(other, 0b1, {"init:driver"})
+    assert replay._settled[id(other)][2] is replay._settled[id(summary)][2]  # (one copy of equal key sets)
+
+
+def test_events_settle_one_by_one_and_keep_what_settled_them() -> None:
+    replay, summary = Replay(), object()
+    replay.settle(summary, 0b001, {"init:driver"})
+    replay.settle(summary, 0b100, {"import:torch"})
+    # each event's keys stay with the union: a state holding either settles neither
+    assert replay.settled(summary, {}) == (0b101, {"init:driver", "import:torch"})
+    assert replay.settled(summary, {"import:torch": _fact(1)})[0] == 0
+    # nothing new settled: the keys are not widened (more states keep what was settled)
+    replay.settle(summary, 0b001, {"env_set:X"})
+    assert replay.settled(summary, {"env_set:X": _fact(1)})[0] == 0b101
 
 
 # ---------- in the analysis ------------------------------------------------------------------------
@@ -159,6 +172,70 @@ def test_a_module_imported_by_many_is_judged_once_per_kind_of_state(tmp_path: Pa
     # each write: in its own walk, in the first importer's (which settles the package), in late.py's
     # (init:driver held: judged, found); about 30 x 2 judgments without the replay
     assert len(calls) <= 8, calls
+
+
+# two levels: the event is judged in mid.py's walk (settled there, from lib.py's facts alone) and
+# carried up with the keys it read; a caller above holding one of them judges it again
+_TWO_LEVELS = {
+    "a.py": "import mid\n\nmid.helper()\n",
+    "b.py": "import torch\nimport mid\n\ntorch.cuda.init()\nmid.helper()\n",
+    "lib.py": 'import os\n\n\ndef set_gpu():\n    os.environ["CUDA_VISIBLE_DEVICES"] = "0"\n',
+    "mid.py": "import lib\n\n\ndef helper():\n    lib.set_gpu()\n\n\ndef again():\n    lib.set_gpu()\n",
+}
+
+
+def test_an_event_settled_below_is_judged_again_where_a_caller_above_holds_what_it_read(tmp_path: Path) -> None:
+    an = _analyze(tmp_path, _TWO_LEVELS)
+    assert _found(an) == [("lib.py", 5, "CUD001")]
+    (finding,) = an.findings.values()
+    steps = [(Path(s.path).name, s.line) for s in finding.witness]
+    assert steps == [("b.py", 4), ("b.py", 5), ("mid.py", 5), ("lib.py", 5)]
+
+
+def test_an_event_settled_below_is_not_judged_again_by_every_caller_above(tmp_path: Path, monkeypatch) -> None:
+    """benchmarks/adversarial.py's shape, small: a write no state ever finds too late (97,000
+    judgments there) reaches each user through its own middle module; no caller's state holds
+    anything it read. Judged in pkg's own walks (its root and its summary) and in the first middle
+    module's state, which settles pkg's summary for the others and carries that up: 90 importers
+    above, 3 judgments."""
+    calls = _count_env_judgments(monkeypatch)
+    files = {"pkg/__init__.py": 'import os\n\nos.environ["CUDA_VISIBLE_DEVICES"] = "0"\n'}
+    for i in range(30):
+        files[f"mid{i}.py"] = f"import pkg\n\n\ndef work{i}():\n    return {i}\n"
+        files[f"user{i}.py"] = f"import mid{i}\n\nmid{i}.work{i}()\n"
+        files[f"more{i}.py"] = f"import user{i}\n"
+    an = _analyze(tmp_path, files)
+    assert _found(an) == []
+    assert calls == [3, 3, 3], calls
+
+
+def test_a_summary_whose_events_all_settled_below_is_settled_whole(tmp_path: Path) -> None:
+    """mid.helper()'s one event was settled in its own walk (lib.set_gpu() judged there): a.py's
+    call, whose state holds nothing it read, settles helper's summary whole, so the next caller
+    that exposes nothing skips its events without a look."""
+    an = _analyze(tmp_path, _TWO_LEVELS)
+    helper = an.summaries[(str(tmp_path / "mid.py"), "helper")]
+    assert len(helper.exposed) == 1 and helper.exposed[0].settled is not None
+    assert an.replay.settled(helper, {})[0] == 0b1
+
+
+def test_what_a_call_derived_unsettles_the_events_after_it(tmp_path: Path) -> None:
+    """run()'s write settled in a.py's call (the spawn start method: its first start derives no
+    fork server, and the write read none); main.py's state lacks what settled it, but its forkserver
+    start method makes the first start derive the fork server, which the write reads: judged again."""
+    run = (
+        "import multiprocessing\nimport os\n\n\ndef serve(name):\n    print(name)\n\n\ndef run():\n"
+        '    multiprocessing.Process(target=serve, args=("a",)).start()\n'
+        '    os.environ["CUDA_VISIBLE_DEVICES"] = "1"\n'
+        '    multiprocessing.Process(target=serve, args=("b",)).start()\n'
+    )
+    files = {
+        "a.py": 'import multiprocessing\nimport work\n\nif __name__ == "__main__":\n    multiprocessing.set_start_method("spawn")\n    work.run()\n',
+        "main.py": 'import multiprocessing\nimport work\n\nif __name__ == "__main__":\n    multiprocessing.set_start_method("forkserver")\n    work.run()\n',
+        "work.py": run,
+    }
+    an = _analyze(tmp_path, files)
+    assert _found(an) == [("work.py", 12, "CUD006")]
 
 
 def test_a_derivation_that_read_the_callers_state_still_reaches_the_caller(tmp_path: Path) -> None:

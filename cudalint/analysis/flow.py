@@ -45,6 +45,9 @@ class Exposed:
     # happens only where none of them was imported before (a module's top level runs once per process;
     # a later import, also a function-local one, finds it in sys.modules and runs nothing)
     fresh: int = 0  # (a bit per module: cudalint.analysis.facts.IMPORTED)
+    # judged in a caller's state below (Analyzer.apply) from the callee's facts alone: a state lacking
+    # these keys gets the same answers (cudalint.analysis.replay), at this level and every one above
+    settled: Optional[frozenset[str]] = None
 
     @property
     def chain(self) -> tuple[Step, ...]:
@@ -314,14 +317,14 @@ class Analyzer:
             if not own and not any(key in state for key in unless) and all(key in state for key in needs):
                 keys = self.init_keys(ev)
                 note = f"{ev.text} initializes CUDA" + (f" ({ev.data[3]})" if len(ev.data) > 3 and ev.data[3] else "")
-                fact = Fact(steps=(Step(w.mod.path, ev.loc[0], note),), cause=(ev.text, w.mod.path, ev.loc[0]), unless=tuple(unless))
+                fact = Fact(made=(Step(w.mod.path, ev.loc[0], note),), cause=(ev.text, w.mod.path, ev.loc[0]), unless=tuple(unless))
                 state = gen(state, keys, fact)
         elif kind == "import_lib":
             keys = [f"import:{m}" for m in ev.data]
             if self.imports is not None:
                 keys = [k for k in keys if k in self.imports]
             if keys:
-                fact = Fact(steps=(Step(w.mod.path, ev.loc[0], f"{ev.text} imports it"),), cause=(ev.text, w.mod.path, ev.loc[0]))
+                fact = Fact(made=(Step(w.mod.path, ev.loc[0], f"{ev.text} imports it"),), cause=(ev.text, w.mod.path, ev.loc[0]))
                 state = gen(state, keys, fact)
         elif kind == "import":
             for name in ev.data:
@@ -426,50 +429,63 @@ class Analyzer:
         extra: State = {}
         views: dict[int, object] = {}  # id(callee's state) -> seen(here, it): events in a row share a state
         here: State = state
-        # nothing this state holds changes what the callee's events make (cudalint.analysis.replay):
+        # what nothing this state holds changes in the callee's events (cudalint.analysis.replay):
         # they are not judged or derived again (only exposed, for the caller's callers)
-        judging = not self.replay.settled(summary, state)
-        if not judging and not w.exposes:
+        settled, settled_by = self.replay.settled(summary, state)
+        if not (w.exposes and len(w.exposed) < 200) and settled == (1 << len(summary.exposed)) - 1:
             return self._after(summary, state, step, extra)
-        keys: Optional[set] = set() if judging else None  # what settles the summary, while it may
-        for inner in summary.exposed:
+        settles, keys = 0, set()  # events that settle here (judged, or settled below), and the keys they read
+        for i, inner in enumerate(summary.exposed):
             if done & inner.fresh:
-                keys = None
                 continue  # inside the top level of a module this path imported already: it does not run again
-            fresh = inner.fresh
-            if module is not None:
-                fresh = marks.get(fresh) or marks.setdefault(fresh, fresh | self.bit[module])
-            link = (step, inner.link)
             if len(here) != len(state) + len(extra):  # (extra holds only keys state lacks)
                 here = {**extra, **state}
                 views.clear()
-            if judging:
+                if settled and not extra.keys().isdisjoint(settled_by):
+                    settled = 0  # (the events settled by a state lacking what the call added since)
+            link = None
+            if settled >> i & 1:
+                carried = settled_by  # what settles the event for the caller's callers
+            elif inner.settled is not None and here.keys().isdisjoint(inner.settled):
+                carried = inner.settled
+                settles |= 1 << i
+                keys.update(carried)
+            else:
+                carried = None
+                fresh = inner.fresh
+                if module is not None:
+                    fresh = marks.get(fresh) or marks.setdefault(fresh, fresh | self.bit[module])
+                link = (step, inner.link)
                 # judged in this caller's state: facts from here first, then the callee's own
                 kind = inner.event.kind
                 reads = Reads(here, inner.local)
                 same = self.judge_nested(inner, link, fresh, reads) if kind in self.nested_checks else True
                 reading, fixed = self.derive_split.get(kind, ((), ()))
                 made = [pair for derive in reading for pair in derive(inner.event, inner.path, reads)]
-                clean = reads.callee_only()
-                if clean and keys is not None and same:
-                    keys.update(reads.keys)
+                if reads.callee_only():
+                    if same:
+                        settles |= 1 << i
+                        keys.update(reads.keys)
+                        carried = self.replay.keys(reads.keys)
                 else:
-                    keys = None
-                if not clean:
                     # (otherwise the callee made these facts too, where they hold on its paths)
                     made += [pair for derive in fixed for pair in derive(inner.event, inner.path, reads)]
                     for key, fact in made:
                         if key not in state:
                             extra.setdefault(key, fact)
             if w.exposes and len(w.exposed) < 200:
-                # the callee's facts that hold from this call (cudalint.analysis.facts.holds), joined with the caller's
+                if link is None:
+                    fresh = inner.fresh
+                    if module is not None:
+                        fresh = marks.get(fresh) or marks.setdefault(fresh, fresh | self.bit[module])
+                    link = (step, inner.link)
                 # the callee's facts that hold from this call, under the caller's (cudalint.analysis.facts.Seen)
                 view = views.get(id(inner.local))
                 if view is None:
                     view = views[id(inner.local)] = seen(here, inner.local)
-                self.expose(w, Exposed(inner.event, inner.path, link, view, fresh))
-        if keys is not None:
-            self.replay.settle(summary, keys)
+                self.expose(w, Exposed(inner.event, inner.path, link, view, fresh, carried))
+        if settles:
+            self.replay.settle(summary, settles, keys)
         return self._after(summary, state, step, extra)
 
     def _after(self, summary: Summary, state: State, step: Step, extra: State) -> Optional[State]:

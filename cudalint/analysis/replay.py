@@ -18,7 +18,7 @@ A check that asked where the event was reached from settles nothing.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional, Union
+from typing import TYPE_CHECKING, Iterable, Optional, Union
 
 from cudalint.analysis.facts import Fact, holds
 
@@ -75,21 +75,44 @@ class Watched:
 
 
 class Replay:
-    """The summaries whose every event is left as it was by any caller's state lacking some keys
-    (cudalint.analysis.flow.Analyzer.apply): a summary kept alive here, so its id is not reused, with
-    those keys. Only summaries: most exposed events are judged once, in their one importer's walk, and
-    a memo per event and check was 250 MB on a generated project of 2,000 modules."""
+    """Per callee summary, the events that any caller's state lacking some keys leaves as they were
+    (cudalint.analysis.flow.Analyzer.apply): a bit per event of `summary.exposed`, and the keys read
+    by all of them. The summary is kept alive here, so its id is not reused. Per summary, not per
+    event and check: most exposed events are judged once, in their one importer's walk, and a memo
+    per event and check was 250 MB on a generated project of 2,000 modules.
+
+    Per event, not all or nothing: in an import cycle nearly every importer has already imported
+    some module the callee's events sit in (they do not run again there, and are not judged), and one
+    event that read the caller's state kept the others from settling. The generated project of
+    benchmarks/adversarial.py judged 97,000 environment writes, 11 of them to a finding."""
 
     def __init__(self) -> None:
-        self._settled: dict[int, tuple[object, frozenset[str]]] = {}
+        self._settled: dict[int, tuple[object, int, frozenset[str]]] = {}
         self._keys: dict[frozenset[str], frozenset[str]] = {}  # one copy of each set (most are alike)
 
-    def settled(self, summary: object, state: "State") -> bool:
-        """Every event of the callee's summary is decided, or found nothing and derives only the
-        callee's own facts, in any state lacking the keys they read: as `state` does."""
+    def settled(self, summary: object, state: "State") -> tuple[int, frozenset[str]]:
+        """The events of the callee's summary (bit i: `summary.exposed[i]`) each of which is decided,
+        or found nothing and derives only the callee's own facts, in any state lacking the keys they
+        read, as `state` does; and those keys (a state that gains one of them, as the caller's does
+        along the call, settles none)."""
         got = self._settled.get(id(summary))
-        return got is not None and got[0] is summary and state.keys().isdisjoint(got[1])
+        if got is None or got[0] is not summary or not state.keys().isdisjoint(got[2]):
+            return 0, frozenset()
+        return got[1], got[2]
 
-    def settle(self, summary: object, keys: set[str]) -> None:
+    def settle(self, summary: object, events: int, keys: set[str]) -> None:
+        """Add `events` (bits), settled by a state lacking `keys`. Events settled before stay
+        settled with their keys: the union is kept, and only when it settles an event more (a wider
+        set of keys is needed by fewer states)."""
+        got = self._settled.get(id(summary))
+        if got is not None and got[0] is summary:
+            if not events & ~got[1]:
+                return
+            events |= got[1]
+            keys = keys | got[2]
+        self._settled[id(summary)] = (summary, events, self.keys(keys))
+
+    def keys(self, keys: "Iterable[str]") -> frozenset[str]:
+        """One copy of each set of keys (most are alike)."""
         frozen = frozenset(keys)
-        self._settled[id(summary)] = (summary, self._keys.setdefault(frozen, frozen))
+        return self._keys.setdefault(frozen, frozen)
