@@ -120,6 +120,19 @@ def test_an_imported_class_reached_from_the_top_level(top: str, reached: bool) -
     assert ("pkg/app.py" in _selected(files)) is reached
 
 
+# a folder that is a package and a folder of scripts at once: run as `python tools/train.py`, its
+# folder is sys.path[0] and a neighbour is imported by its bare name (cudalint.core.project resolves
+# it beside the importer; the selection must reach it the same way, and only where the name is)
+@pytest.mark.parametrize("call, reached", [("helper.setup()", True), ("helper.quiet()", False), ("other.setup()", False)])
+def test_a_neighbour_imported_by_its_bare_name(call: str, reached: bool) -> None:
+    files = {
+        "tools/__init__.py": "",
+        "tools/helper.py": "import os\ndef setup():\n    os.system('nvidia-smi')\ndef quiet():\n    pass\n",
+        "tools/train.py": f"import helper\nimport other\n{call}\n",
+    }
+    assert ("tools/train.py" in _selected(files)) is reached
+
+
 # ---------- star imports ----------------------------------------------------------------------------
 def test_a_star_import_is_followed_only_where_the_name_is() -> None:
     files = {
