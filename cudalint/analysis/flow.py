@@ -423,14 +423,12 @@ class Analyzer:
         step = Step(w.mod.path, ev.loc[0], note)
         done = imported(state)
         marks: dict[int, int] = {}  # an event's `fresh`, with `module` added: shared
-        # facts derived in this caller's state from the callee's events so far, in their order, where
-        # the caller's facts changed them (the caller may hold facts the callee could not see, e.g.
-        # the start method it set); the others the callee made itself, on its own paths
+        # facts derived in this caller's state from the callee's events so far, where the caller's facts
+        # changed them (e.g. the start method it set); the others the callee made itself, on its own paths
         extra: State = {}
         views: dict[int, object] = {}  # id(callee's state) -> seen(here, it): events in a row share a state
         here: State = state
-        # what nothing this state holds changes in the callee's events (cudalint.analysis.replay):
-        # they are not judged or derived again (only exposed, for the caller's callers)
+        # the callee's events this state cannot change (cudalint.analysis.replay): only exposed again
         settled, settled_by = self.replay.settled(summary, state)
         if not (w.exposes and len(w.exposed) < 200) and settled == (1 << len(summary.exposed)) - 1:
             return self._after(summary, state, step, extra)
@@ -443,7 +441,6 @@ class Analyzer:
                 views.clear()
                 if settled and not extra.keys().isdisjoint(settled_by):
                     settled = 0  # (the events settled by a state lacking what the call added since)
-            link = None
             if settled >> i & 1:
                 carried = settled_by  # what settles the event for the caller's callers
             elif inner.settled is not None and here.keys().isdisjoint(inner.settled):
@@ -452,10 +449,13 @@ class Analyzer:
                 keys.update(carried)
             else:
                 carried = None
+            exposing = w.exposes and len(w.exposed) < 200
+            if carried is None or exposing:
                 fresh = inner.fresh
                 if module is not None:
                     fresh = marks.get(fresh) or marks.setdefault(fresh, fresh | self.bit[module])
                 link = (step, inner.link)
+            if carried is None:
                 # judged in this caller's state: facts from here first, then the callee's own
                 kind = inner.event.kind
                 reads = Reads(here, inner.local)
@@ -473,12 +473,7 @@ class Analyzer:
                     for key, fact in made:
                         if key not in state:
                             extra.setdefault(key, fact)
-            if w.exposes and len(w.exposed) < 200:
-                if link is None:
-                    fresh = inner.fresh
-                    if module is not None:
-                        fresh = marks.get(fresh) or marks.setdefault(fresh, fresh | self.bit[module])
-                    link = (step, inner.link)
+            if exposing:
                 # the callee's facts that hold from this call, under the caller's (cudalint.analysis.facts.Seen)
                 view = views.get(id(inner.local))
                 if view is None:
