@@ -77,14 +77,15 @@ class Watched:
 class Replay:
     """Per callee summary, the events that any caller's state lacking some keys leaves as they were
     (cudalint.analysis.flow.Analyzer.apply): a bit per event of `summary.exposed`, and the keys read
-    by all of them. The summary is kept alive here, so its id is not reused. Per summary, not per
-    event and check: most exposed events are judged once, in their one importer's walk, and a memo
-    per event and check was 250 MB on a generated project of 2,000 modules.
+    by all of them. The summary is kept alive here, so its id is not reused. Kept per summary, not
+    in a memo per event and check: most exposed events are judged once, in their one importer's
+    walk, and such a memo was 250 MB on a generated project of 2,000 modules.
 
-    Per event, not all or nothing: in an import cycle nearly every importer has already imported
-    some module the callee's events sit in (they do not run again there, and are not judged), and one
-    event that read the caller's state kept the others from settling. The generated project of
-    benchmarks/adversarial.py judged 97,000 environment writes, 11 of them to a finding."""
+    A bit per event, not the whole summary or nothing: in an import cycle nearly every importer has
+    already imported some module the callee's events sit in (they do not run again there, and are
+    not judged), and one event that read the caller's state kept the others from settling. The
+    generated project of benchmarks/adversarial.py judged 97,000 environment writes, 11 of them to a
+    finding. What settled an event also travels up with it (`Exposed.settled`)."""
 
     def __init__(self) -> None:
         self._settled: dict[int, tuple[object, int, frozenset[str]]] = {}

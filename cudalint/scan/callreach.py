@@ -6,7 +6,6 @@ Every answer is memoized for the one selection it serves."""
 from __future__ import annotations
 
 import os
-
 from typing import Hashable, Iterable, Iterator, Mapping, Optional, TypeVar
 
 _Node = TypeVar("_Node", bound=Hashable)
