@@ -98,13 +98,12 @@ def lint_paths(
     jobs: Optional[int] = None,
     prefilter: bool = True,
 ) -> LintResult:
-    from cudalint.core.catalogue import load_catalogue
     from cudalint.inputs.discover import discover
 
     config = config or Config()
-    catalogue = load_catalogue(config.extend_catalogue, cache_dir=cache.directory if cache is not None else None)
     found = discover(paths, exclude=config.exclude + config.extend_exclude, respect_gitignore=config.respect_gitignore)
-    return lint_files(found.files, config, catalogue, extra=found.problems, cache=cache, jobs=jobs, prefilter=prefilter)
+    # (the catalogue is loaded if the cache does not answer the run whole, as for `cudalint TARGETS`)
+    return lint_files(found.files, config, None, extra=found.problems, cache=cache, jobs=jobs, prefilter=prefilter)
 
 
 def lint_files(

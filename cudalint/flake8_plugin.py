@@ -83,7 +83,7 @@ class _Project:
     def imports_project_module(self, path: str, text: str) -> bool:
         """Whether the file imports a module of its own project (relative, or found on disk nearby)."""
         from cudalint.scan.importgraph import imported_names
-        from cudalint.core.project import module_name
+        from cudalint.core.modnames import module_name
 
         modname, is_package = module_name(Path(os.path.abspath(path)))
         names, relative = imported_names(text, modname, is_package)

@@ -162,7 +162,7 @@ def test_a_big_file_is_scanned_beside_its_summary(monkeypatch) -> None:
 
 
 def test_a_package_init_that_goes_away_changes_what_the_cache_gives(tmp_path: Path, monkeypatch) -> None:
-    """A module's name comes from the `__init__.py` files above it (cudalint.core.project.module_name),
+    """A module's name comes from the `__init__.py` files above it (cudalint.core.modnames.module_name),
     not from its bytes: deleting one leaves every other file's stamp as it was, and the index must
     not hand back the key (and so the summary, the findings) of the module the file was before. The
     shape: /work/judge/miss/cache_stale_1 (a FastAPI app whose `core/` lost its `__init__.py`), and

@@ -125,3 +125,21 @@ def test_a_file_may_be_fixed_when_any_of_its_writes_may_move() -> None:
     inside, top = (Finding(code="CUD001", path="a.py", line=n, column=1, end_line=n, end_column=2, message="m", witness=cause) for n in (5, 7))
     assert may_fix([inside], text) is False
     assert may_fix([inside, top], text) is True and may_fix([top, inside], text) is True
+
+
+def test_a_file_the_index_does_not_hold_is_named_by_its_bytes(src: Path, tmp_path: Path, monkeypatch) -> None:
+    """A file of the run the index has no entry for (a notebook's place; here one the lint did not
+    read) names the proofs by its bytes: the same bytes take them from the cache, and a file that
+    cannot be read (gone since) makes them be proven again."""
+    calls = _proofs(monkeypatch)
+    (src / "extra.py").write_text("import os\n")
+    cache = Cache.open(tmp_path / "c", load_catalogue())
+    files = sorted(str(p) for p in src.rglob("*.py") if p.name != "extra.py")
+    findings = lint_paths(files, cache=cache).findings
+    given = files + [str(src / "extra.py")]
+    first = fix_cache.cached_fixes(findings, given, Config(), None, cache=cache)
+    assert fix_cache.cached_fixes(findings, given, Config(), None, cache=cache) == first and len(calls) == 1
+    gone = files + [str(src / "gone.py")]
+    fix_cache.cached_fixes(findings, gone, Config(), None, cache=cache)
+    fix_cache.cached_fixes(findings, gone, Config(), None, cache=cache)
+    assert len(calls) == 3

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from cudalint.core.ir import Function, ModuleIR, iter_events
-from cudalint.core.modnames import module_name  # noqa: F401  (where callers look for it)
 
 
 @dataclass

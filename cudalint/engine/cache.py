@@ -227,7 +227,7 @@ class Cache:
         the module name `modname`. A key names the bytes AND the module name (`make_key`), and a file's
         stamp vouches for its bytes only: the name comes from the `__init__.py` files above it, which
         may have come or gone while the file stayed as it was (a stale key would give the summary of
-        a module that no longer exists, cudalint.core.project.module_name)."""
+        a module that no longer exists, cudalint.core.modnames.module_name)."""
         known = self.known(path, modname)
         return known[0] if known is not None else None
 

@@ -76,8 +76,6 @@ def load_files(
     judged: Iterable[str] = ("env_write",),
     extend_catalogue: Sequence[str] = (),
     run_salt: Optional[str] = None,
-    texts: Optional[dict[str, str]] = None,
-    uncached: Iterable[str] = (),
     cutoff: bool = True,
     indexed: Optional[Indexed] = None,
 ) -> Loaded:
@@ -88,8 +86,9 @@ def load_files(
     run over unchanged files with the same salt returns the earlier findings (`reused`). None: the
     findings depend on more than these files, so nothing is reused. `cutoff`: an edit that leaves
     every summary as it was may reuse them too (cudalint.engine.run_keys), before the files' own
-    directives are applied. `indexed`: pass 0, done already (`index_files` of the same paths)."""
-    indexed = indexed if indexed is not None else index_files(paths, cache, texts, uncached)
+    directives are applied. `indexed`: pass 0, done already (`index_files` of the same paths, with the
+    contents given instead of the files' and the files kept out of the cache)."""
+    indexed = indexed if indexed is not None else index_files(paths, cache)
     jobs = default_jobs() if jobs is None else max(1, jobs)
     pool = _Pool(jobs if len(indexed.infos) >= PARALLEL_MIN_FILES else 1, tuple(extend_catalogue), catalogue, cores=jobs)
     try:

@@ -14,6 +14,7 @@ import os
 from typing import Any, Mapping, Optional, Sequence
 
 from cudalint.core.findings import Finding
+from cudalint.inputs import source
 from cudalint.core.modnames import module_name
 from cudalint.fixes.fixinfo import Edit, FixInfo, fixes_for
 
@@ -40,11 +41,10 @@ def _key(findings: Sequence[Finding], files: Sequence[str], config, cache) -> Op
         module = module_name(os.path.abspath(path), packages)[0]
         key = cache.lookup(path, module)
         if key is None:  # not in the index (a notebook, a file that changed since): its bytes' key
-            try:
-                with open(path, "rb") as f:
-                    key = cache.key(path, module, f.read())
-            except OSError:
-                return None  # unreadable: prove again
+            data = source.read_bytes(path)
+            if isinstance(data, Finding):
+                return None  # unreadable, or not a file to read: prove again
+            key = cache.key(path, module, data)
         h.update(f"\0{path}\0{key}".encode("utf-8", "surrogateescape"))
     return h.hexdigest()
 
