@@ -19,6 +19,7 @@ from cudalint.core.project import Project
 from cudalint.summary.driven import DRIVES
 from cudalint.analysis.facts import Fact, IMPORTED, add_imported, gen, holds, imported, join, seen, seen_from
 from cudalint.analysis.replay import Reads, Replay, Watched
+from cudalint.analysis.exposed import CAP, Bundle, Entry, Exposed, Link, Outbox, Wrap, opened as inner_entries
 
 if TYPE_CHECKING:
     from cudalint.analysis.facts import Seen, State
@@ -27,56 +28,13 @@ if TYPE_CHECKING:
     from cudalint.analysis.callgraph import ProjectIndex
 
 
-# The call steps to an exposed event, outermost first, as a linked list: (step, rest) or None.
-# Each caller prepends one step, sharing the callee's list; a tuple copied at every level made
-# each summary's events cost the depth of the import chain above them (2 GB on 2,000 modules).
-Link = Optional[tuple[Step, "Link"]]
-
-
-@dataclass(frozen=True, slots=True)
-class Exposed:
-    """An event inside a function, with the steps that lead to it from the function's entry."""
-
-    event: Event
-    path: str
-    link: Link  # call steps from the function's entry to the event, outermost first
-    local: "Union[State, Seen]"  # facts the function itself established before the event
-    # the project modules (paths) whose top level, run by an import on the way, holds the event: it
-    # happens only where none of them was imported before (a module's top level runs once per process;
-    # a later import, also a function-local one, finds it in sys.modules and runs nothing)
-    fresh: int = 0  # (a bit per module: cudalint.analysis.facts.IMPORTED)
-    # judged in a caller's state below (Analyzer.apply) from the callee's facts alone: a state lacking
-    # these keys gets the same answers (cudalint.analysis.replay), at this level and every one above
-    settled: Optional[frozenset[str]] = None
-
-    @property
-    def chain(self) -> tuple[Step, ...]:
-        """The call steps as a tuple (built on each use: for messages and witnesses)."""
-        out = []
-        link = self.link
-        while link is not None:
-            out.append(link[0])
-            link = link[1]
-        return tuple(out)
-
-    @property
-    def nested(self) -> bool:
-        """Judged in a caller's walk (through at least one call or import)."""
-        return self.link is not None
-
-    @property
-    def outermost(self) -> Optional[Step]:
-        return self.link[0] if self.link is not None else None
-
-
 @dataclass(frozen=True)
 class Summary:
     out: Optional[State]  # facts when it returns; None if it never returns normally
-    exposed: tuple[Exposed, ...]
+    exposed: tuple[Entry, ...]
 
 
 EMPTY = Summary(out={}, exposed=())
-
 # A check judges an event given the facts that hold before it:
 # check(analyzer, exposed_event, lookup, prefix_steps) -> Finding | None
 # The finding is at the event's own location, and its code depends on the event only (not on the
@@ -95,15 +53,11 @@ Derive = Callable[[Event, str, Callable[[str], Optional[Fact]]], Iterable[tuple[
 class _Walk:
     mod: ModuleIR
     include_main: bool
+    out: Outbox
     exposes: bool = True  # a summary's walk; a root walk's events are judged and nobody reads them after
-    exposed: list[Exposed] = field(default_factory=list)
     returns: list[State] = field(default_factory=list)
     loops: list[tuple[list[State], list[State]]] = field(default_factory=list)  # (breaks, continues)
     tries: list[list[State]] = field(default_factory=list)
-    # the sparse events exposed since the last other exposed event: 0 none, 1 one, 2 one whose
-    # state held its condition; and every sparse event exposed (see Analyzer.expose)
-    sparse: int = 0
-    sparse_seen: set = field(default_factory=set)
 
 
 class Analyzer:
@@ -159,9 +113,9 @@ class Analyzer:
         return list(self.findings.values())
 
     def walk_root(self, mod: ModuleIR, block: Block, include_main: bool, start: Optional[dict] = None, exposes: bool = True) -> Summary:
-        w = _Walk(mod=mod, include_main=include_main, exposes=exposes)
+        w = _Walk(mod=mod, include_main=include_main, out=Outbox(self.sparse), exposes=exposes)
         end = self.block(block, start or {}, w)
-        return Summary(out=join([end] + w.returns), exposed=tuple(w.exposed))
+        return Summary(out=join([end] + w.returns), exposed=tuple(w.out.entries))
 
     def module_summary(self, mod: ModuleIR) -> Summary:
         key = (mod.path, "")
@@ -372,32 +326,10 @@ class Analyzer:
             exposed = Exposed(event=ev, path=w.mod.path, link=None, local={})
             self.judge(exposed, state, ())
         if w.exposes and (kind in self.nested_checks or kind in self.derive):
-            self.expose(w, Exposed(event=ev, path=w.mod.path, link=None, local=state))
+            w.out.add(Exposed(event=ev, path=w.mod.path, link=None, local=state))
         if kind in self.derive:
             state = self.derived(ev, w.mod.path, state)
         return state
-
-    def expose(self, w: _Walk, exposed: Exposed) -> None:
-        """Add to the events callers judge, unless it is a sparse event that adds nothing there. No
-        check judges a sparse event; its derivations either depend on nothing but the event's data
-        (the first exposure of the same data makes them: the first cause is kept), or make one fact, first
-        cause kept, from one condition (the fork server started: cudalint.checks.fork.sparse_events).
-        Of a run of sparse events with no other exposed event between (the condition cannot change in
-        a caller's state along it), that one can come only from the run's first or from the first whose
-        own state holds the condition. vllm: every importer of `vllm` exposed its two environment
-        writes again, 1.3 million exposures of 30,000 events."""
-        ev = exposed.event
-        rule = self.sparse.get(ev.kind)
-        if rule is None or not rule[0](ev):
-            w.sparse = 0
-            w.exposed.append(exposed)
-            return
-        has = exposed.local.get(rule[1]) is not None
-        same = (ev.kind, rule[2](ev))
-        if w.sparse == 0 or (w.sparse == 1 and has) or same not in w.sparse_seen:
-            w.exposed.append(exposed)
-            w.sparse_seen.add(same)
-            w.sparse = 2 if has or w.sparse == 2 else 1
 
     def _own_copy(self, name: str, mod: ModuleIR) -> bool:
         """The project holds the imported package and the importer lives in the tree that holds it
@@ -422,6 +354,7 @@ class Analyzer:
         """The callee's `summary` at the call (or import of `module`, a path) `ev`, in `state`."""
         step = Step(w.mod.path, ev.loc[0], note)
         done = imported(state)
+        bit = self.bit[module] if module is not None else 0
         marks: dict[int, int] = {}  # an event's `fresh`, with `module` added: shared
         # facts derived in this caller's state from the callee's events so far, where the caller's facts
         # changed them (e.g. the start method it set); the others the callee made itself, on its own paths
@@ -430,30 +363,64 @@ class Analyzer:
         here: State = state
         # the callee's events this state cannot change (cudalint.analysis.replay): only exposed again
         settled, settled_by = self.replay.settled(summary, state)
-        if not (w.exposes and len(w.exposed) < 200) and settled == (1 << len(summary.exposed)) - 1:
+        out = w.out
+        if not (w.exposes and out.count < CAP) and settled == (1 << len(summary.exposed)) - 1:
             return self._after(summary, state, step, extra)
         settles, keys = 0, set()  # events that settle here (judged, or settled below), and the keys they read
-        for i, inner in enumerate(summary.exposed):
-            if done & inner.fresh:
+        run: list[Entry] = []  # carried on unjudged: exposed as one (cudalint.analysis.exposed.Bundle)
+        counted = 0  # the events `run` stands for
+        run_by: Optional[frozenset[str]] = None  # what settled them for the whole summary, or None: their own keys
+        # the entries still to decide, with their place in `summary.exposed` (-1: inside a bundle opened
+        # here) and what settles them for the whole summary (a bundle opened here that had settled)
+        todo = [(enumerate(summary.exposed), None)]
+        while todo:
+            i, inner = next(todo[-1][0], (-1, None))
+            if inner is None:
+                todo.pop()
+                continue
+            if done & inner.fresh and type(inner) is Exposed:
                 continue  # inside the top level of a module this path imported already: it does not run again
             if len(here) != len(state) + len(extra):  # (extra holds only keys state lacks)
+                counted = out.flush(run, counted, Wrap(step, bit, here, run_by), views)
                 here = {**extra, **state}
                 views.clear()
                 if settled and not extra.keys().isdisjoint(settled_by):
                     settled = 0  # (the events settled by a state lacking what the call added since)
-            if settled >> i & 1:
+            forced = todo[-1][1]
+            own = False  # settled by its own keys, not for the whole summary
+            if i >= 0 and settled >> i & 1:
                 carried = settled_by  # what settles the event for the caller's callers
+            elif forced is not None:
+                carried = forced
             elif inner.settled is not None and here.keys().isdisjoint(inner.settled):
-                carried = inner.settled
-                settles |= 1 << i
-                keys.update(carried)
+                carried, own = inner.settled, True
+                if i >= 0:
+                    settles |= 1 << i
+                    keys.update(carried)
             else:
                 carried = None
-            exposing = w.exposes and len(w.exposed) < 200
+            if type(inner) is Bundle and (carried is None or done & inner.fresh):
+                # a key that settled one of its events is in this state, or one sits in a module imported
+                # already: each is decided alone, as if it had been exposed alone
+                todo.append((((-1, e) for e in inner_entries(inner)), None if own else carried))
+                continue
+            exposing = w.exposes and out.count + counted < CAP
+            if carried is not None and exposing and not out.is_sparse(inner):
+                by = None if own else carried
+                if by is not run_by:
+                    counted = out.flush(run, counted, Wrap(step, bit, here, run_by), views)
+                    run_by = by
+                left = CAP - out.count - counted
+                run.append(inner if inner.count <= left else Bundle(inner.inner, inner.wraps, inner.settled, inner.fresh, left))
+                counted += min(inner.count, left)
+                continue
+            counted = out.flush(run, counted, Wrap(step, bit, here, run_by), views)
+            if carried is not None and type(inner) is Bundle:
+                continue  # (nothing to expose: the cap is reached)
             if carried is None or exposing:
                 fresh = inner.fresh
                 if module is not None:
-                    fresh = marks.get(fresh) or marks.setdefault(fresh, fresh | self.bit[module])
+                    fresh = marks.get(fresh) or marks.setdefault(fresh, fresh | bit)
                 link = (step, inner.link)
             if carried is None:
                 # judged in this caller's state: facts from here first, then the callee's own
@@ -464,8 +431,9 @@ class Analyzer:
                 made = [pair for derive in reading for pair in derive(inner.event, inner.path, reads)]
                 if reads.callee_only():
                     if same:
-                        settles |= 1 << i
-                        keys.update(reads.keys)
+                        if i >= 0:
+                            settles |= 1 << i
+                            keys.update(reads.keys)
                         carried = self.replay.keys(reads.keys)
                 else:
                     # (otherwise the callee made these facts too, where they hold on its paths)
@@ -478,7 +446,8 @@ class Analyzer:
                 view = views.get(id(inner.local))
                 if view is None:
                     view = views[id(inner.local)] = seen(here, inner.local)
-                self.expose(w, Exposed(inner.event, inner.path, link, view, fresh, carried))
+                out.add(Exposed(inner.event, inner.path, link, view, fresh, carried))
+        out.flush(run, counted, Wrap(step, bit, here, run_by), views)
         if settles:
             self.replay.settle(summary, settles, keys)
         return self._after(summary, state, step, extra)

@@ -1,0 +1,146 @@
+"""A caller passes a callee's settled events up as one bundle (cudalint.analysis.exposed), and a
+caller above that must judge them opens it and judges each as if it had been exposed alone. Each
+economy is paired with the finding it must keep; the shapes are benchmarks/adversarial.py's (every
+module star-importing a package that imports everything, as transformers' and vllm's `__init__`
+chains do), small."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from cudalint.analysis.exposed import CAP, Bundle, Exposed, Wrap, events, opened, wrapped
+from cudalint.analysis.facts import Fact
+from cudalint.core.findings import Step
+from cudalint.core.ir import Event
+from tests.flow_projects import analyze
+
+TWO_WRITES = 'import os\n\nos.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"\nos.environ["CUDA_VISIBLE_DEVICES"] = "0"\n'
+
+
+def _fact(path: str, line: int) -> Fact:
+    return Fact((Step(path, line, "made here"),), ("x()", path, line))
+
+
+def _event(line: int) -> Event:
+    return Event("env_write", (line, 1, line, 5), f"write{line}", ("CUDA_VISIBLE_DEVICES",))
+
+
+def _chain(e: Exposed) -> list[tuple[str, int]]:
+    return [(s.path, s.line) for s in e.chain]
+
+
+def _summary(an, tmp_path: Path, name: str):
+    return an.summaries[(str(tmp_path / name), "")]
+
+
+# ---------- opening a bundle ----------------------------------------------------------------------
+
+def test_an_opened_bundle_makes_each_event_as_exposing_it_call_by_call_would() -> None:
+    own = {"a": _fact("lib.py", 1)}
+    first = Exposed(_event(3), "lib.py", None, own, 0b001, frozenset({"init:driver"}))
+    second = Exposed(_event(4), "lib.py", None, own, 0b001, frozenset({"fork"}))
+    near = Wrap(Step("mid.py", 1, "import lib"), 0b010, {"b": _fact("mid.py", 0)}, None)
+    far = Wrap(Step("top.py", 2, "import mid"), 0b100, {"c": _fact("top.py", 0)}, None)
+    inner = wrapped([first, second], near, 2)
+    assert inner.settled == {"init:driver", "fork"} and inner.fresh == 0b011 and inner.count == 2
+    outer = wrapped([inner], far, 2)  # a bundle passed up alone is wrapped again, not nested
+    assert outer.inner is inner.inner and outer.fresh == 0b111 and outer.settled == inner.settled
+    made = list(opened(outer))
+    assert [e.event.loc[0] for e in made] == [3, 4]
+    for e, source in zip(made, (first, second)):
+        assert _chain(e) == [("top.py", 2), ("mid.py", 1)]
+        assert e.fresh == 0b111 and e.settled == source.settled and e.path == "lib.py"
+        # the facts seen there: the outermost caller's, then the middle one's, then the callee's
+        assert e.local.get("a") is own["a"] and e.local.get("b") is not None and e.local.get("c") is not None
+    assert made[0].local is made[1].local  # events of one callee state share one view
+
+
+def test_a_bundle_settled_for_the_whole_summary_gives_its_events_those_keys() -> None:
+    e = Exposed(_event(3), "lib.py", None, {}, 0, frozenset({"init:driver"}))
+    whole = frozenset({"init:driver", "fork", "env_x"})
+    outer = wrapped([wrapped([e, e], Wrap(Step("m.py", 1, "i"), 0, {}, None), 2)], Wrap(Step("t.py", 1, "i"), 0, {}, whole), 2)
+    assert outer.settled is whole
+    assert [x.settled for x in events([outer])] == [whole, whole]
+
+
+def test_a_nested_bundle_opens_one_level_at_a_time_and_keeps_its_count() -> None:
+    e = [Exposed(_event(line), "lib.py", None, {}, 0, frozenset({"k"})) for line in (1, 2, 3)]
+    low = wrapped(e, Wrap(Step("a.py", 1, "i"), 0, {}, None), 3)
+    mixed = wrapped([Exposed(_event(9), "b.py", None, {}, 0, frozenset({"j"})), low], Wrap(Step("b.py", 2, "i"), 0, {}, None), 4)
+    level = list(opened(mixed))
+    assert type(level[0]) is Exposed and type(level[1]) is Bundle and level[1].count == 3
+    assert [(x.event.loc[0], _chain(x)) for x in events([mixed])] == [
+        (9, [("b.py", 2)]), (1, [("b.py", 2), ("a.py", 1)]), (2, [("b.py", 2), ("a.py", 1)]), (3, [("b.py", 2), ("a.py", 1)])
+    ]
+    cut = Bundle(mixed.inner, mixed.wraps, mixed.settled, mixed.fresh, 2)  # the first two events only
+    assert [x.event.loc[0] for x in events([cut])] == [9, 1]
+
+
+# ---------- in the analysis -----------------------------------------------------------------------
+
+def _chain_of_imports(depth: int) -> dict[str, str]:
+    files = {"lib0.py": TWO_WRITES}
+    for i in range(1, depth + 1):
+        files[f"lib{i}.py"] = f"import lib{i - 1}\n"
+    return files
+
+
+def test_events_carried_up_a_chain_are_one_entry_and_are_judged_where_cuda_came_first(tmp_path: Path) -> None:
+    """The shape of the README's bug through five re-exporting modules: nobody below main.py
+    initialized CUDA, so the two writes pass up as one bundle; main.py initialized it before its
+    import and judges both, with every step of the way."""
+    files = {**_chain_of_imports(5), "main.py": "import torch\n\ntorch.cuda.init()\nimport lib5\n"}
+    an = analyze(tmp_path, files)
+    for i in (2, 3, 4, 5):
+        (entry,) = _summary(an, tmp_path, f"lib{i}.py").exposed
+        assert type(entry) is Bundle and entry.count == 2
+    found = sorted((Path(f.path).name, f.line, f.code) for f in an.findings.values())
+    assert found == [("lib0.py", 3, "CUD001"), ("lib0.py", 4, "CUD001")]
+    finding = next(f for f in an.findings.values() if f.line == 4)
+    steps = [(Path(s.path).name, s.line) for s in finding.witness]
+    assert steps == [("main.py", 3), ("main.py", 4), ("lib5.py", 1), ("lib4.py", 1), ("lib3.py", 1), ("lib2.py", 1), ("lib1.py", 1), ("lib0.py", 4)]
+
+
+def test_without_cuda_first_the_carried_writes_find_nothing(tmp_path: Path) -> None:
+    files = {**_chain_of_imports(5), "main.py": "import lib5\nimport torch\n\ntorch.cuda.init()\n"}
+    assert analyze(tmp_path, files).findings == {}
+
+
+def test_a_module_importing_many_exposes_one_entry_per_import_not_per_event(tmp_path: Path) -> None:
+    """What made the analysis grow with the project times its import closure: `top` re-exposed
+    every write of every module it imports, and each importer of `top` again."""
+    files = {f"w{i}.py": TWO_WRITES for i in range(30)}
+    files["top.py"] = "".join(f"import w{i}\n" for i in range(30))
+    files["mid.py"] = "import top\n"
+    files["user.py"] = "import mid\n"
+    an = analyze(tmp_path, files)
+    assert len(_summary(an, tmp_path, "top.py").exposed) == 60  # judged there, one by one
+    (entry,) = _summary(an, tmp_path, "mid.py").exposed
+    flat = events([entry])
+    assert len(flat) == 60 and [Path(e.path).name for e in flat[:4]] == ["w0.py", "w0.py", "w1.py", "w1.py"]
+
+
+def test_the_cap_on_passed_up_events_counts_the_events_a_bundle_holds(tmp_path: Path) -> None:
+    files = {f"w{i}.py": TWO_WRITES for i in range(CAP)}
+    files["top.py"] = "".join(f"import w{i}\n" for i in range(CAP))
+    files["mid.py"] = "import top\n"
+    files["user.py"] = "import mid\n"
+    an = analyze(tmp_path, files)
+    flat = events(_summary(an, tmp_path, "mid.py").exposed)
+    assert len(flat) == CAP
+    assert [Path(e.path).name for e in flat[-2:]] == [f"w{CAP // 2 - 1}.py", f"w{CAP // 2 - 1}.py"]  # the first ones, in order
+
+
+def test_a_bundle_whose_module_ran_already_on_the_path_is_opened_and_that_module_skipped(tmp_path: Path) -> None:
+    """main.py imports lib0 through `a` before initializing CUDA, then `b`, which imports lib0
+    too: that import runs nothing again, so lib0's writes (in b's bundle) are not judged after the
+    initialization; b's own write is."""
+    files = {
+        **_chain_of_imports(3),
+        "a.py": "import lib3\n",
+        "b.py": 'import os\nimport lib3\n\nos.environ["CUDA_VISIBLE_DEVICES"] = "1"\n',
+        "main.py": "import a\nimport torch\n\ntorch.cuda.init()\nimport b\n",
+    }
+    an = analyze(tmp_path, files)
+    assert type(_summary(an, tmp_path, "b.py").exposed[0]) is Bundle
+    found = sorted((Path(f.path).name, f.line, f.code) for f in an.findings.values())
+    assert found == [("b.py", 4, "CUD001")]
