@@ -168,6 +168,7 @@ def _lint_files(
     from cudalint.analysis.flow import Analyzer
     from cudalint.engine import runner
     from cudalint.checks import build_checks, build_derive, build_sparse, init_keys, project_checks, watched
+    from cudalint.core.deep import call_roomy
     from cudalint.core.catalogue import load_catalogue
     from cudalint.core.ir import ModuleIR
     from cudalint.core.project import Project
@@ -222,7 +223,9 @@ def _lint_files(
 
             analyzer = Analyzer(project, checks, init_keys, derive=derive, imports=imports, sparse=sparse)
             findings.extend(call_deep(analyzer.run))
-        findings.extend(project_checks(analyzer, config.enabled, catalogue))
+        # (CUD003 walks each imported module's top level through the calls it makes: a chain of calls
+        # across 4,000 generated modules exceeded the default stack there too)
+        findings.extend(call_roomy(project_checks, analyzer, config.enabled, catalogue))
         by_path = {m.path: m for m in modules}
         kept = [
             f

@@ -73,6 +73,8 @@ def test_a_nested_bundle_opens_one_level_at_a_time_and_keeps_its_count() -> None
     ]
     cut = Bundle(mixed.inner, mixed.wraps, mixed.settled, mixed.fresh, 2)  # the first two events only
     assert [x.event.loc[0] for x in events([cut])] == [9, 1]
+    after = wrapped([low, Exposed(_event(8), "b.py", None, {}, 0, frozenset({"j"}))], Wrap(Step("c.py", 3, "i"), 0, {}, None), 4)
+    assert [x.event.loc[0] for x in events([after])] == [1, 2, 3, 8] and after.settled == {"k", "j"}
 
 
 # ---------- in the analysis -----------------------------------------------------------------------
@@ -144,3 +146,43 @@ def test_a_bundle_whose_module_ran_already_on_the_path_is_opened_and_that_module
     assert type(_summary(an, tmp_path, "b.py").exposed[0]) is Bundle
     found = sorted((Path(f.path).name, f.line, f.code) for f in an.findings.values())
     assert found == [("b.py", 4, "CUD001")]
+
+
+# ---------- one call: what it carries up, and how ---------------------------------------------------
+
+def _apply(summary_entries: tuple, state: dict):
+    """Analyzer.apply of a summary holding `summary_entries`, at a call in `top.py` line 7, in `state`;
+    the entries the caller's walk exposes after it."""
+    from types import SimpleNamespace
+
+    from cudalint.analysis.exposed import Outbox
+    from cudalint.analysis.flow import Analyzer, Summary, _Walk
+    from cudalint.checks import init_keys
+    from cudalint.core.project import Project
+
+    an = Analyzer(Project([]), {}, init_keys)
+    w = _Walk(mod=SimpleNamespace(path="top.py"), include_main=False, out=Outbox({}))
+    call = Event("call", (7, 1, 7, 9), "lib.f()", ("lib.f",))
+    an.apply(Summary(out={}, exposed=summary_entries), call, state, w, "lib.f() runs it")
+    return w.out.entries
+
+
+def test_events_settled_by_different_keys_pass_up_in_one_bundle_each_keeping_its_own() -> None:
+    a = Exposed(_event(3), "lib.py", None, {}, 0, frozenset({"init:driver"}))
+    b = Exposed(_event(4), "lib.py", None, {}, 0, frozenset({"forkserver:started"}))
+    (entry,) = _apply((a, b), {})
+    assert type(entry) is Bundle and entry.settled == {"init:driver", "forkserver:started"}
+    assert [(x.event.loc[0], x.settled, _chain(x)) for x in events([entry])] == [
+        (3, a.settled, [("top.py", 7)]), (4, b.settled, [("top.py", 7)])
+    ]
+
+
+def test_a_bundle_opened_for_a_module_imported_already_keeps_each_events_own_keys() -> None:
+    from cudalint.analysis.facts import add_imported
+
+    a = Exposed(_event(3), "lib.py", None, {}, 0b01, frozenset({"init:driver"}))
+    b = Exposed(_event(4), "other.py", None, {}, 0b10, frozenset({"forkserver:started"}))
+    bundle = wrapped([a, b], Wrap(Step("lib.py", 1, "import"), 0, {}, None), 2)
+    (entry,) = _apply((bundle,), add_imported({}, 0b10))  # other.py's top level ran already: its write does not run again
+    assert type(entry) is Exposed and entry.event.loc[0] == 3 and entry.settled == a.settled
+    assert _chain(entry) == [("top.py", 7), ("lib.py", 1)]

@@ -164,6 +164,22 @@ def test_deeply_nested_input_in_worker_processes(tmp_path: Path, monkeypatch) ->
     assert parallel.findings == serial.findings
 
 
+def test_a_long_chain_of_calls_under_an_import_is_walked_with_a_deep_stack(tmp_path: Path) -> None:
+    """CUD003 walks an imported module's top level through the calls it makes, across modules: 300
+    modules each calling the next one's function exceeded the default stack (the 4,000-module
+    project of benchmarks/adversarial.py ended in "internal error: RecursionError", no findings)."""
+    from cudalint.api import lint_paths
+
+    depth = 300
+    for i in range(depth):
+        body = f"import m{i + 1}\n\n\ndef f():\n    m{i + 1}.f()\n" if i + 1 < depth else "import torch\n\n\ndef f():\n    torch.cuda.init()\n"
+        (tmp_path / f"m{i}.py").write_text(body + ("\nf()\n" if i == 0 else ""))
+    (tmp_path / "main.py").write_text("import m0\n")
+    found = lint_paths([str(tmp_path)], jobs=1, cache=None).findings
+    assert [(Path(f.path).name, f.line, f.code) for f in found] == [("m0.py", 7, "CUD003")]
+    assert found[0].message.startswith("f() (through torch.cuda.init() at ")
+
+
 def test_missing_path_on_the_command_line(tmp_path: Path) -> None:
     """A typo on the command line is a usage error (exit 2, as ruff), not a finding (#18)."""
     (tmp_path / "canary.py").write_text(CANARY)

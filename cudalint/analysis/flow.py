@@ -380,8 +380,7 @@ class Analyzer:
                 continue
             if done & inner.fresh and type(inner) is Exposed:
                 continue  # inside the top level of a module this path imported already: it does not run again
-            if len(here) != len(state) + len(extra):  # (extra holds only keys state lacks)
-                counted = out.flush(run, counted, Wrap(step, bit, here, run_by), views)
+            if len(here) != len(state) + len(extra):  # (extra holds only keys state lacks; `run` is empty: a judgment grew it)
                 here = {**extra, **state}
                 views.clear()
                 if settled and not extra.keys().isdisjoint(settled_by):
@@ -415,8 +414,6 @@ class Analyzer:
                 counted += min(inner.count, left)
                 continue
             counted = out.flush(run, counted, Wrap(step, bit, here, run_by), views)
-            if carried is not None and type(inner) is Bundle:
-                continue  # (nothing to expose: the cap is reached)
             if carried is None or exposing:
                 fresh = inner.fresh
                 if module is not None:
