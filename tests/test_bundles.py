@@ -60,6 +60,13 @@ def test_a_bundle_settled_for_the_whole_summary_gives_its_events_those_keys() ->
     outer = wrapped([wrapped([e, e], Wrap(Step("m.py", 1, "i"), 0, {}, None), 2)], Wrap(Step("t.py", 1, "i"), 0, {}, whole), 2)
     assert outer.settled is whole
     assert [x.settled for x in events([outer])] == [whole, whole]
+    # settled for a whole summary at two levels: the outermost one's keys, as the last re-exposure set them
+    nearer = frozenset({"init:driver", "fork"})
+    twice = wrapped([wrapped([e, e], Wrap(Step("m.py", 1, "i"), 0, {}, nearer), 2)], Wrap(Step("t.py", 1, "i"), 0, {}, whole), 2)
+    assert [x.settled for x in events([twice])] == [whole, whole]
+    nested = wrapped([e, wrapped([e, e], Wrap(Step("m.py", 2, "i"), 0, {}, None), 2)], Wrap(Step("t.py", 2, "i"), 0, {}, whole), 3)
+    assert [x.settled for x in events([nested])] == [whole, whole, whole]
+    assert [x.settled for x in opened(nested)] == [whole, whole]  # (the inner bundle, still closed, too)
 
 
 def test_a_nested_bundle_opens_one_level_at_a_time_and_keeps_its_count() -> None:
@@ -68,6 +75,10 @@ def test_a_nested_bundle_opens_one_level_at_a_time_and_keeps_its_count() -> None
     mixed = wrapped([Exposed(_event(9), "b.py", None, {}, 0, frozenset({"j"})), low], Wrap(Step("b.py", 2, "i"), 0, {}, None), 4)
     level = list(opened(mixed))
     assert type(level[0]) is Exposed and type(level[1]) is Bundle and level[1].count == 3
+    marked = [Exposed(_event(line), "lib.py", None, {}, 0b001, frozenset({"k"})) for line in (1, 2)]
+    inner = wrapped(marked, Wrap(Step("a.py", 1, "i"), 0b010, {}, None), 2)
+    outer = wrapped([marked[0], inner], Wrap(Step("b.py", 1, "i"), 0b100, {}, None), 3)
+    assert [x.fresh for x in opened(outer)] == [0b101, 0b111]  # every module on the way, the still closed bundle's too
     assert [(x.event.loc[0], _chain(x)) for x in events([mixed])] == [
         (9, [("b.py", 2)]), (1, [("b.py", 2), ("a.py", 1)]), (2, [("b.py", 2), ("a.py", 1)]), (3, [("b.py", 2), ("a.py", 1)])
     ]

@@ -289,9 +289,10 @@ class Analyzer:
                 if imported(state) & self.bit[target.path]:
                     continue
                 summary = self.module_summary(target)
-                state = self.apply(summary, ev, state, w, f"{ev.text} runs {target.path}'s top level", target.path)
-                if state is None:
-                    return None
+                if summary is not EMPTY:  # (an import in a cycle, and every import CUD003's walk makes: nothing to apply)
+                    state = self.apply(summary, ev, state, w, f"{ev.text} runs {target.path}'s top level", target.path)
+                    if state is None:
+                        return None
                 state = add_imported(state, self.bit[target.path])
         elif kind == "call":
             target = self.project.resolve_symbol(ev.data[0], w.mod)

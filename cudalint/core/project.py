@@ -153,13 +153,15 @@ class Project:
         from cudalint.core.ir import Event
 
         out: dict[str, list[tuple[ModuleIR, int]]] = {}
+        normed: dict[str, str] = {}
         for mod in self.modules:
             for ev in iter_events(mod.top):
                 if isinstance(ev, Event) and ev.kind == "import":
                     for name in ev.data:
                         target = self.resolve_module(name, mod)
                         if target is not None and target is not mod:
-                            out.setdefault(_norm(target.path), []).append((mod, ev.loc[0]))
+                            path = normed.get(target.path) or normed.setdefault(target.path, _norm(target.path))
+                            out.setdefault(path, []).append((mod, ev.loc[0]))
         return out
 
 
