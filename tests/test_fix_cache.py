@@ -116,6 +116,21 @@ def test_no_syntax_tree_is_made_for_a_finding_no_fix_can_remove(tmp_path: Path, 
     assert fixinfo.fixes_for(result.findings, files, Config()) == {}
 
 
+def test_a_write_made_too_late_by_an_importer_is_not_planned() -> None:
+    """CUDA was initialized before the module's top level began (the witness enters its file only
+    at the write): no move within the file comes first. An import of its own on the way may move."""
+    from cudalint.core.findings import Finding, Step
+    from cudalint.fixes.plan import may_fix
+
+    text = "import torch\nimport os\nos.environ['CUDA_VISIBLE_DEVICES'] = '0'\n"
+    init, write = Step("b.py", 1, "torch.cuda.init() initializes CUDA"), Step("a.py", 3, "written here")
+    entered = (init, Step("b.py", 2, "import a runs a.py's top level"), write)
+    own_import = (init, Step("a.py", 1, "import torch_setup runs its top level"), write)
+    for witness, expected in ((entered, False), ((init, write), False), (own_import, True)):
+        finding = Finding(code="CUD001", path="a.py", line=3, column=1, end_line=3, end_column=5, message="m", witness=witness)
+        assert may_fix([finding], text) is expected, witness
+
+
 def test_a_file_may_be_fixed_when_any_of_its_writes_may_move() -> None:
     from cudalint.core.findings import Finding, Step
     from cudalint.fixes.plan import may_fix

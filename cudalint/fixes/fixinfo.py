@@ -68,9 +68,6 @@ def fixes_for(
     """(path, line, column, code) -> the proven fix of that finding, for the fixable ones.
 
     `cache`: the run's summary cache; the files a fix edits are analyzed fresh (lint_files' overlay)."""
-    import libcst as cst
-
-    from cudalint.fixes import apply as fix
     from cudalint.inputs import source
     from cudalint.fixes import plan
     from cudalint.fixes import files as _files
@@ -85,7 +82,7 @@ def fixes_for(
             by_path.setdefault(f.path, []).append(f)
     if not by_path:
         return {}
-    catalogue = load_catalogue(config.extend_catalogue)
+    catalogue = None
     originals: dict[str, str] = {}
     plans = {}
     irs: dict[str, ModuleIR] = {}
@@ -99,11 +96,18 @@ def fixes_for(
             text = got.text
         if not plan.may_fix(by_path[path], text):
             continue  # (no libcst parse, no summary: vllm's two CUD001 findings cost 0.5 s)
+        catalogue = catalogue or load_catalogue(config.extend_catalogue)
         module = source.parse_cst(source.Source(path, text))
         ir = load_module(path, catalogue, text)
         if isinstance(module, Finding) or not isinstance(ir, ModuleIR):
             continue
         originals[path], irs[path] = text, ir
+    if catalogue is None:
+        return {}  # (no file with a fix to plan: libcst is not even imported)
+    import libcst as cst
+
+    from cudalint.fixes import apply as fix
+
     def load(path, catalogue_, text=None):
         return load_module(path, catalogue_, text, cache=cache if text is None else None)
 
