@@ -9,10 +9,10 @@ One `ProjectIndex` per run; everything is computed lazily and memoized.
 """
 from __future__ import annotations
 
-from typing import Iterable, Iterator, Optional
+from typing import Iterable, Optional
 
 from cudalint.core.findings import Step
-from cudalint.core.ir import Block, Branch, Event, Loop, MainGuard, ModuleIR, Try, iter_events
+from cudalint.core.ir import Block, Event, ModuleIR, iter_events
 from cudalint.core.project import Project
 
 

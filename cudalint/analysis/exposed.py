@@ -152,7 +152,7 @@ def opened(bundle: Bundle) -> Iterator[Entry]:
 
 
 def events(entries: "tuple[Entry, ...] | list[Entry]") -> list[Exposed]:
-    """Every event the entries stand for, bundles opened all the way (for tests and reports)."""
+    """Every event the entries stand for, bundles opened all the way (for tests)."""
     out: list[Exposed] = []
     stack = [iter(entries)]
     while stack:
@@ -222,8 +222,9 @@ class Outbox:
         self.sparse = 0
 
     def flush(self, run: list[Entry], counted: int, wrap: Wrap, views: dict[int, object]) -> int:
-        """Expose the carried entries of `run` (`counted` events) through `wrap` as one, and empty it.
-        `views`: id(a callee's state) -> seen(wrap.here, it), shared by the caller's other events."""
+        """Expose the carried entries of `run` (`counted` events) through `wrap` as one, and empty it;
+        0, what `run` stands for now. `views`: id(a callee's state) -> seen(wrap.here, it), shared
+        by the caller's other events."""
         if not run:
             return 0
         if len(run) == 1 and type(run[0]) is Exposed:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Callable, Iterable, Optional, Union
+from typing import TYPE_CHECKING, Callable, Iterable, Optional
 
 from cudalint.core.findings import Finding, Step
 from cudalint.core.ir import Block, Branch, Event, Loop, MainGuard, ModuleIR, Try
@@ -22,7 +22,7 @@ from cudalint.analysis.replay import Reads, Replay, Watched
 from cudalint.analysis.exposed import CAP, Bundle, Entry, Exposed, Link, Outbox, Wrap, opened as inner_entries
 
 if TYPE_CHECKING:
-    from cudalint.analysis.facts import Seen, State
+    from cudalint.analysis.facts import State
 
 if TYPE_CHECKING:
     from cudalint.analysis.callgraph import ProjectIndex
@@ -35,6 +35,7 @@ class Summary:
 
 
 EMPTY = Summary(out={}, exposed=())
+
 # A check judges an event given the facts that hold before it:
 # check(analyzer, exposed_event, lookup, prefix_steps) -> Finding | None
 # The finding is at the event's own location, and its code depends on the event only (not on the
