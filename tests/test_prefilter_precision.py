@@ -157,6 +157,24 @@ def test_a_star_import_is_followed_only_where_the_name_is() -> None:
     assert node is not None and "pkg.two.g" in node[1] and "pkg.one.g" not in node[1]
 
 
+def test_a_module_that_imports_itself_through_its_package_calls_its_own_function() -> None:
+    """benchmarks/adversarial.py at 4,000 modules: a cross edge picked its own module. The chain
+    `pkg.me.helper` names the importer itself, which the index leaves out of its targets; falling
+    back to the package's attribute `me.helper` asked every module of the star-import cycle for
+    it (4,081 nodes of one name)."""
+    files = {
+        "pkg/__init__.py": "from .me import *\nfrom .loop import *\n",
+        "pkg/loop.py": "from pkg import *\n",
+        "pkg/me.py": "import os\nfrom pkg import me as other\ndef helper():\n    os.environ['CUDA_VISIBLE_DEVICES'] = '0'\ndef run():\n    other.helper()\n",
+    }
+    calls = _calls_of(files)
+    assert calls._resolve("pkg/me.py", "pkg.me.helper") == [("pkg/me.py", b"helper")]
+    assert calls._resolve("pkg/me.py", "pkg.me") == []  # the module itself, nothing called
+    assert calls._resolve("pkg/loop.py", "pkg.me.helper") == [("pkg/me.py", b"helper")]  # (another importer, as before)
+    assert calls.reaches("pkg/me.py", ["pkg.me.helper"], {"*"})
+    assert not any(path == "pkg/__init__.py" for path, _ in calls.nodes)
+
+
 # ---------- a call's first argument: `torch.device(<int>)` initializes CUDA, `torch.device("cuda")` not --
 @pytest.mark.parametrize(
     "text, init",

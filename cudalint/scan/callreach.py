@@ -221,11 +221,17 @@ class _Calls:
             return []  # (most names: `torch.nn.functional`, `self.proj`)
         parts = chain.split(".")
         for i in range(len(parts), 0, -1):
-            hit = self.index.targets(origin, [".".join(parts[:i])])
+            prefix = ".".join(parts[:i])
+            hit = self.index.targets(origin, [prefix])
+            # (one attribute more: `Cls.method`, `obj.method` run that method, not all of Cls)
+            name = ".".join(parts[i : i + 2]).encode() if i < len(parts) else None
             if hit:
-                # (one attribute more: `Cls.method`, `obj.method` run that method, not all of Cls)
-                name = ".".join(parts[i : i + 2]).encode() if i < len(parts) else None
                 return [(h, name) for h in sorted(hit)]
+            if self.index.is_itself(origin, prefix):
+                # the module's own name (`from adv.p36 import m43 as other` inside m43): its own
+                # function, not the package's attribute: that fallback asked every module of a
+                # star-import cycle for the name (4,081 nodes of one name on 4,000 generated modules)
+                return [(origin, name)] if name is not None else []
         return []
 
     def _providers(self, importer: str, name: str) -> Iterable[str]:
@@ -401,6 +407,13 @@ class _Index:
                     out.add(found)
             hit = self._memo[key] = frozenset(out)
         return hit
+
+    def is_itself(self, importer: str, name: str) -> bool:
+        """Whether dotted `name` finds the importer itself (which `targets` leaves out)."""
+        base = self._dirs.get(importer)
+        if base is None:
+            base = self._dirs[importer] = os.path.dirname(os.path.normpath(importer))
+        return importer in self._one(base, name)
 
     def targets(self, importer: str, names: Iterable[str]) -> set[str]:
         base = self._dirs.get(importer)
