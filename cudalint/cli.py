@@ -3,31 +3,13 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import NoReturn, Optional
+from typing import Optional
 
 import click
 
 from cudalint import __version__
-
-
-def _codes(values: tuple[str, ...]) -> tuple[str, ...]:
-    out: list[str] = []
-    for value in values:
-        out.extend(c.strip().upper() for c in value.split(",") if c.strip())
-    return tuple(out)
-
-
-def _per_file_ignores(values: tuple[str, ...]) -> Optional[tuple[tuple[str, tuple[str, ...]], ...]]:
-    """`--per-file-ignores 'tests/*:CUD001,CUD002'` (ruff's form), repeatable."""
-    from cudalint.inputs.settings import SettingsError, known_codes
-
-    out = []
-    for value in values:
-        pattern, sep, codes = value.rpartition(":")
-        if not sep or not pattern or not codes.strip():
-            raise SettingsError(f"--per-file-ignores: expected GLOB:CODES (e.g. 'tests/*:CUD001'), got {value!r}")
-        out.append((pattern, known_codes(_codes((codes,)), "--per-file-ignores")))
-    return tuple(out) or None
+from cudalint.command import COLOURS, FORMATS, TARGET_VERSIONS, Options
+from cudalint.command import main as run_command
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -39,7 +21,7 @@ def _per_file_ignores(values: tuple[str, ...]) -> Optional[tuple[tuple[str, tupl
 @click.option("--per-file-ignores", "per_file_ignores", multiple=True, metavar="GLOB:CODES", help="Disable codes in matching files, e.g. 'tests/*:CUD001' (repeatable; replaces the file's table).")
 @click.option("--exclude", multiple=True, help="Glob patterns of files and directories to skip.")
 @click.option("--force-exclude", is_flag=True, help="Apply exclude patterns to files named on the command line too (pre-commit passes file names).")
-@click.option("--format", "--output-format", "fmt", type=click.Choice(["text", "json", "sarif", "github"]), default="text", show_default=True)
+@click.option("--format", "--output-format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("--explain", metavar="CODE", help="Print the documentation of a rule and exit (also `cudalint rule CODE`).")
 @click.option("--list-rules", is_flag=True, help="List every rule (code, name, severity, summary) and exit.")
 @click.option("--no-gitignore", is_flag=True, help="Also lint files that .gitignore ignores.")
@@ -60,7 +42,7 @@ def _per_file_ignores(values: tuple[str, ...]) -> Optional[tuple[tuple[str, tupl
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--quiet", "-q", is_flag=True, help="Print the findings, nothing else (no summary line).")
 @click.option("--silent", "-s", is_flag=True, help="Print nothing (the exit status still says whether there were findings).")
-@click.option("--color", "color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True, help="Colour in text output; auto honours NO_COLOR and FORCE_COLOR.")
+@click.option("--color", "color", type=click.Choice(COLOURS), default="auto", show_default=True, help="Colour in text output; auto honours NO_COLOR and FORCE_COLOR.")
 @click.option("--show-source", is_flag=True, help="Show the source line of each finding and of each witness step.")
 @click.option("--show-settings", is_flag=True, help="Print the settings the run would use and exit.")
 @click.option("--show-files", is_flag=True, help="Print the files the run would report on and exit.")
@@ -73,7 +55,7 @@ def _per_file_ignores(values: tuple[str, ...]) -> Optional[tuple[tuple[str, tupl
 )
 @click.option(
     "--target-version",
-    type=click.Choice(["py310", "py311", "py312", "py313", "py314"]),
+    type=click.Choice(TARGET_VERSIONS),
     help="The oldest Python the project runs on (decides e.g. multiprocessing's default start method).",
 )
 @click.option("--extend-catalogue", multiple=True, type=click.Path(dir_okay=False), help="An extra catalogue TOML file.")
@@ -109,136 +91,28 @@ def cli(
 
         show(fmt)
         return
-    from cudalint.inputs.settings import SettingsError, known_codes, resolve
-
-    targets = list(paths) or ["."]
     stdin_text = None
-    if "-" in targets:
-        if targets != ["-"]:
+    if "-" in (list(paths) or ["."]):
+        if list(paths) != ["-"]:
             raise click.UsageError("`-` (stdin) cannot be combined with other paths")
         if fix or diff or add_noqa:
             raise click.UsageError("--fix, --diff and --add-noqa do not apply to stdin")
         stdin_text = sys.stdin.read()
-        targets = [stdin_filename or "-"]
-        if targets[0].endswith(".ipynb"):
+        if (stdin_filename or "-").endswith(".ipynb"):
             raise click.UsageError("notebooks cannot be read from stdin")
     elif stdin_filename:
         raise click.UsageError("--stdin-filename needs `-` as the path")
-    else:
-        missing = [t for t in targets if not os.path.lexists(t)]
-        if missing:
-            for t in missing:
-                click.echo(f"cudalint: {t}: no such file or directory", err=True)
-            sys.exit(2)
-    # the command line overrides the file: an option that was given replaces the file's value
-    try:
-        overrides = {
-            "select": _codes(select) or None,
-            "extend_select": _codes(extend_select) or None,
-            "ignore": _codes(ignore) or None,
-            "per_file_ignores": _per_file_ignores(per_file_ignores),
-            "exclude": tuple(exclude) or None,
-            "respect_gitignore": False if no_gitignore else None,
-            "target_version": target_version,
-            "extend_catalogue": tuple(extend_catalogue) or None,
-        }
-        for option in ("select", "extend_select", "ignore"):
-            known_codes(overrides[option] or (), "--" + option.replace("_", "-"))
-        config, config_path = resolve(targets, config_file, overrides)
-    except SettingsError as exc:
-        click.echo(f"cudalint: {exc}", err=True)
-        sys.exit(2)
-    from pathlib import Path
-
-    from cudalint.engine.cache import Cache, default_cache_dir
-    from cudalint.core.catalogue_source import CatalogueError, catalogue_digest
-
-    directory = None if no_cache or fix or diff else (Path(cache_dir) if cache_dir else default_cache_dir())
-    if show_settings:
-        from cudalint.output.rulecli import show_settings as show
-
-        show(config, config_path, directory)
-        return
-    if show_files:
-        from cudalint.named import context
-
-        ctx = context([t for t in targets if not os.path.isdir(t)], [t for t in targets if os.path.isdir(t)], config, force_exclude)
-        for path in sorted(ctx.reported):
-            click.echo(path)
-        return
-    try:
-        # the files' bytes name the catalogue: it is loaded only if the cache does not answer the run
-        digest = catalogue_digest(config.extend_catalogue)
-    except CatalogueError as exc:  # an extend-catalogue file that is missing: a usage error
-        _catalogue_error(exc)
-    if fix or diff:  # a fix is checked against fresh analysis: no cache
-        from cudalint.output.destinations import run_fix
-
-        try:
-            code = run_fix(targets, config, fmt=fmt, diff=diff, output_file=output_file, statistics=statistics)
-        except KeyboardInterrupt:  # (every file is the old one or the new one: cudalint.fixes.files.write_atomic)
-            sys.exit(130)
-        except CatalogueError as exc:
-            _catalogue_error(exc)
-        sys.exit(0 if exit_zero and code == 1 else code)
-    cache = None
-    if directory is not None:
-        from cudalint.core.cache_files import usable_root
-
-        if usable_root(directory) is None:
-            shown = os.path.relpath(directory)
-            shown = directory if shown.startswith("..") else shown
-            click.echo(f"cudalint: warning: the cache folder {shown} is a symbolic link or not a folder: not used", err=True)
-        else:
-            cache = Cache.for_digest(directory, digest)
-    from cudalint.named import lint_targets
-
-    texts = {targets[0]: stdin_text} if stdin_text is not None else None
-    try:
-        run = lint_targets(targets, config, cache=cache, jobs=jobs, force_exclude=force_exclude, texts=texts)
-    except KeyboardInterrupt:
-        sys.exit(130)
-    except CatalogueError as exc:  # an extend-catalogue file that is wrong: found when it is loaded
-        _catalogue_error(exc)
-    result = run.result
-    if add_noqa:
-        from cudalint.engine.suppress import add_noqa as write_noqa
-
-        added, problems = write_noqa(result.findings)
-        for problem in problems:
-            click.echo(f"cudalint: {problem}", err=True)
-        if not silent:
-            click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.", err=True)
-        sys.exit(0)
-    if baseline:
-        from cudalint.output.baseline import BaselineError, load, new_findings
-
-        try:
-            known = load(baseline)
-        except BaselineError as exc:
-            click.echo(f"cudalint: {exc}", err=True)
-            sys.exit(2)
-        from cudalint.api import LintResult
-
-        result = LintResult(findings=tuple(new_findings(result.findings, known)), files=result.files)
-    fixes = None
-    if fmt == "json" and not statistics and result.findings:
-        from cudalint.fixes.fix_cache import cached_fixes
-
-        fixes = cached_fixes(result.findings, run.files, config, texts, cache=cache)
-    from cudalint.output.destinations import write_report
-
-    if not (silent and output_file is None):
-        write_report(
-            result, fmt=fmt, output_file=output_file, statistics=statistics, color=color,
-            quiet=quiet or silent, show_source=show_source, fixes=fixes, texts=texts,
-        )
-    sys.exit(1 if result.findings and not exit_zero else 0)
-
-
-def _catalogue_error(exc: Exception) -> "NoReturn":
-    click.echo(f"cudalint: {exc}", err=True)
-    sys.exit(2)
+    run_command(
+        Options(
+            paths=tuple(paths), select=select, extend_select=extend_select, ignore=ignore, per_file_ignores=per_file_ignores,
+            exclude=exclude, force_exclude=force_exclude, fmt=fmt, no_gitignore=no_gitignore, no_cache=no_cache, jobs=jobs,
+            cache_dir=cache_dir, statistics=statistics, output_file=output_file, fix=fix, diff=diff, add_noqa=add_noqa,
+            baseline=baseline, exit_zero=exit_zero, quiet=quiet, silent=silent, color=color, show_source=show_source,
+            show_settings=show_settings, show_files=show_files, stdin_filename=stdin_filename, config_file=config_file,
+            target_version=target_version, extend_catalogue=tuple(extend_catalogue),
+        ),
+        stdin_text,
+    )
 
 
 def main(argv: Optional[list[str]] = None) -> None:

@@ -1,6 +1,8 @@
-"""The `cudalint` console script: `--trace` goes straight to the tracer, everything else to the CLI.
+"""The `cudalint` console script: `--trace` goes straight to the tracer, a plain command line to the
+lint command (cudalint.quick_args), everything else to click's CLI.
 
-Kept apart from cudalint.cli so that a traced program's start-up does not pay for importing click.
+Kept apart from cudalint.cli so that neither a traced program's start-up nor a warm run pays for
+importing click.
 """
 import sys
 
@@ -16,6 +18,13 @@ def main(argv: "list[str] | None" = None) -> None:
         from cudalint.trace import run_from_cli
 
         sys.exit(run_from_cli(args))
+    from cudalint.quick_args import parse
+
+    options = parse(args)
+    if options is not None:
+        from cudalint.command import main as run_command
+
+        run_command(options)
     from cudalint.cli import main as cli_main
 
     cli_main(args)

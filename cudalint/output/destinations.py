@@ -5,13 +5,14 @@ import io
 import sys
 from typing import Optional, Sequence
 
-import click
-
 from cudalint.output import report
+from cudalint.output.echo import echo
 from cudalint.inputs.config import Config
 
 
-class OutputError(click.ClickException):
+class OutputError(Exception):
+    """The report cannot be written: `Error: <why>` on stderr, exit 2 (cudalint.command.main)."""
+
     exit_code = 2
 
 
@@ -37,12 +38,7 @@ def render(findings, files: int, fmt: str, statistics: bool, colour: bool, hints
 
 def emit(content: str, output_file: Optional[str], colour: Optional[bool] = None) -> None:
     if output_file is None:
-        try:
-            click.echo(content, nl=False, color=colour)  # (click strips colour off a pipe unless told)
-        except UnicodeEncodeError:  # a file name that is not UTF-8 (PEP 383 surrogates): its own bytes
-            sys.stdout.flush()
-            sys.stdout.buffer.write(content.encode(sys.stdout.encoding or "utf-8", "surrogateescape"))
-            sys.stdout.flush()
+        echo(content, nl=False, colour=colour)  # (style codes stripped off a pipe unless told)
         return
     try:
         with open(output_file, "w", encoding="utf-8", newline="", errors="surrogateescape") as fh:
@@ -85,7 +81,7 @@ def run_fix(
 
     outcome = fix_paths(paths, config, write=not diff)
     for problem in outcome.problems:
-        click.echo(f"cudalint: {problem}", err=True)
+        echo(f"cudalint: {problem}", err=True)
     if diff:
         emit(outcome.diff, output_file)
         return 1 if outcome.diff else 0
@@ -94,5 +90,5 @@ def run_fix(
     emit(render(remaining.findings, remaining.files, fmt, statistics, colour, outcome.hints), output_file)
     if outcome.fixed:
         noun = "finding" if outcome.fixed == 1 else "findings"
-        click.echo(f"Fixed {outcome.fixed} {noun} in {len(outcome.changed)} file{'s' if len(outcome.changed) != 1 else ''}.", err=True)
+        echo(f"Fixed {outcome.fixed} {noun} in {len(outcome.changed)} file{'s' if len(outcome.changed) != 1 else ''}.", err=True)
     return 1 if remaining.findings else 0
