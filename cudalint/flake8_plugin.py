@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
 
@@ -50,7 +50,6 @@ class _Project:
     config: Any
     catalogue: Any
     cache: Any
-    trigger: "re.Pattern[str]"
     absolute: bool  # show paths as flake8 was given them: absolute, or relative to the current folder
     graph: Any = None
     results: dict[tuple, dict[str, list[Finding]]] = field(default_factory=dict)
@@ -59,19 +58,27 @@ class _Project:
     early: dict[str, tuple[str, list[Finding]]] = field(default_factory=dict)
     exists: dict[tuple[str, str], bool] = field(default_factory=dict)
 
+    @cached_property
+    def trigger(self) -> "re.Pattern[str]":
+        # (compiled where a file first needs it: a file the main process analyzed never does)
+        words = sorted(self.catalogue.trigger_words(), key=len, reverse=True)
+        return re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + r")\b")
+
     def shown(self, path: Path) -> str:
         return str(path) if self.absolute else os.path.relpath(path)
 
-    def import_graph(self):
+    def import_graph(self, files: Optional[list[str]] = None):
+        """`files`: the project's own, when the caller discovered them from its root already."""
         if self.graph is None:
             from cudalint.inputs.discover import discover
             from cudalint.scan.importgraph import ImportGraph
             from cudalint.inputs.source import read_bytes
 
             cfg = self.config
-            files = discover(
-                [self.shown(self.root)], exclude=cfg.exclude + cfg.extend_exclude, respect_gitignore=cfg.respect_gitignore
-            ).files
+            if files is None:
+                files = discover(
+                    [self.shown(self.root)], exclude=cfg.exclude + cfg.extend_exclude, respect_gitignore=cfg.respect_gitignore
+                ).files
 
             def read(path: str) -> Optional[bytes]:
                 data = read_bytes(path)
@@ -129,9 +136,7 @@ def _project_for(filename: str) -> _Project:
     # (into a cache folder not made yet too: a flake8-only user's runs never parsed the TOML once)
     catalogue = load_catalogue(config.extend_catalogue, cache_dir=usable_root(directory))
     cache = Cache.open(directory, catalogue)
-    words = sorted(catalogue.trigger_words(), key=len, reverse=True)
-    trigger = re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + r")\b")
-    project = _Project(root=root, config=config, catalogue=catalogue, cache=cache, trigger=trigger, absolute=absolute)
+    project = _Project(root=root, config=config, catalogue=catalogue, cache=cache, absolute=absolute)
     _PROJECTS[key] = project
     return project
 
@@ -151,14 +156,14 @@ def findings_for(filename: str, text: str) -> list[Finding]:
     from cudalint.scan.importgraph import digest
 
     project = _project_for(filename)
-    if not project.trigger.search(text) and not project.imports_project_module(filename, text):
-        return []
-    config = project.config
     here = os.path.normpath(filename if project.absolute else os.path.relpath(filename)) if filename not in _STDIN else "stdin"
     own = digest(text.encode("utf-8"))
     early = project.early.get(here)
     if early is not None and early[0] == own:
         return list(early[1])
+    if not project.trigger.search(text) and not project.imports_project_module(filename, text):
+        return []
+    config = project.config
     on_disk = False  # flake8's text is the file's bytes: read it through the index, and the whole-run cache answers
     if filename in _STDIN:
         members = [here]
@@ -209,23 +214,29 @@ def analyze_early(paths: Sequence[str]) -> None:
     from cudalint.inputs.discover import discover
 
     wanted: dict[int, tuple[_Project, list[str]]] = {}
+    found_at_root: dict[int, list[str]] = {}  # a project given by its root: its files, discovered once
     for given in paths:
         if given in _STDIN or not os.path.exists(given):
             continue
         first = _project_for(given if not os.path.isdir(given) else os.path.join(given, "__init__.py"))
         cfg = first.config
         found = discover([given], exclude=cfg.exclude + cfg.extend_exclude, respect_gitignore=cfg.respect_gitignore)
+        if os.path.isdir(given) and Path(os.path.abspath(given)) == first.root:
+            found_at_root[id(first)] = found.files
         for path in found.files:
             if not path.endswith(".py"):
                 continue
             project = _project_for(path)
             wanted.setdefault(id(project), (project, []))[1].append(os.path.normpath(path if project.absolute else os.path.relpath(path)))
-    for project, files in wanted.values():
-        graph = project.import_graph()
-        members: dict[str, None] = {}
-        for path in files:
-            if path in graph.digests and path not in members:
-                members.update(dict.fromkeys(graph.component(path)))
+    for key, (project, files) in wanted.items():
+        graph = project.import_graph(found_at_root.get(key))
+        if graph.digests.keys() <= set(files):  # the whole project: no component to look for
+            members = dict.fromkeys(graph.paths)
+        else:
+            members = {}
+            for path in files:
+                if path in graph.digests and path not in members:
+                    members.update(dict.fromkeys(graph.component(path)))
         if not members:
             continue
         result = lint_files(list(members), project.config, project.catalogue, cache=project.cache, noqa=False)
@@ -235,7 +246,6 @@ def analyze_early(paths: Sequence[str]) -> None:
         for path, found_here in by_path.items():
             if path in graph.digests:
                 project.early[path] = (graph.digests[path], found_here)
-
 
 class Plugin:
     """flake8's entry point `CUD = cudalint.flake8_plugin:Plugin`."""

@@ -70,21 +70,22 @@ def digest(data: bytes) -> str:
 
 @dataclass
 class ImportGraph:
-    """The project's files (in discovery order), their content digests and undirected import edges."""
+    """The project's files (in discovery order), their content digests and undirected import edges.
+
+    The edges are found when a component is first asked for: the flake8 plugin given a whole project
+    needs only the digests (finding the edges was four fifths of building the graph on lightning)."""
 
     paths: list[str]
     digests: dict[str, str]
-    edges: dict[str, set[str]] = field(default_factory=dict)
     order: dict[str, int] = field(default_factory=dict)
+    read: Optional[Callable[[str], Optional[bytes]]] = field(default=None, repr=False, compare=False)
+    _edges: Optional[dict[str, set[str]]] = field(default=None, repr=False, compare=False)
     _components: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def build(cls, files: Sequence[str], read: Callable[[str], Optional[bytes]]) -> "ImportGraph":
         paths: list[str] = []
         digests: dict[str, str] = {}
-        imports: dict[str, set[str]] = {}
-        by_path: dict[str, str] = {}
-        by_name: dict[str, list[str]] = {}
         for path in files:
             if path.endswith(".ipynb"):
                 continue
@@ -94,24 +95,38 @@ class ImportGraph:
             path = os.path.normpath(path)
             paths.append(path)
             digests[path] = digest(data)
+        return cls(paths=paths, digests=digests, order={p: i for i, p in enumerate(paths)}, read=read)
+
+    @property
+    def edges(self) -> dict[str, set[str]]:
+        if self._edges is None:
+            self._edges = self._link()
+        return self._edges
+
+    def _link(self) -> dict[str, set[str]]:
+        # (the files are read again: a file changed since its digest was taken gets the edges of its
+        # new text, and flake8's text of it no longer matches the digest, so it is judged alone)
+        imports: dict[str, set[str]] = {}
+        by_name: dict[str, list[str]] = {}
+        for path in self.paths:
+            data = self.read(path) if self.read is not None else None
             modname, is_package = module_name(os.path.abspath(path))
-            imports[path] = imported_names(data.decode("utf-8", "replace"), modname, is_package)[0]
-            by_path[path] = path
+            imports[path] = imported_names(data.decode("utf-8", "replace"), modname, is_package)[0] if data is not None else set()
             if modname:
                 by_name.setdefault(modname, []).append(path)
-        graph = cls(paths=paths, digests=digests, order={p: i for i, p in enumerate(paths)})
-        for path in paths:
-            graph.edges.setdefault(path, set())
+        edges: dict[str, set[str]] = {}
+        for path in self.paths:
+            edges.setdefault(path, set())
             base = os.path.dirname(path)
             for name in imports[path]:
                 rel = name.replace(".", "/")
                 targets = [os.path.normpath(os.path.join(base, rel + ".py")), os.path.normpath(os.path.join(base, rel, "__init__.py"))]
                 targets.extend(by_name.get(name, ()))
                 for target in targets:
-                    if target in by_path and target != path:
-                        graph.edges[path].add(target)
-                        graph.edges.setdefault(target, set()).add(path)
-        return graph
+                    if target in self.digests and target != path:
+                        edges[path].add(target)
+                        edges.setdefault(target, set()).add(path)
+        return edges
 
     def component(self, path: str) -> list[str]:
         """The files connected to `path` by imports in either direction, in discovery order (each
