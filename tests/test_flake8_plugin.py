@@ -282,3 +282,43 @@ def test_flake8s_main_process_analyzes_once_and_the_workers_look_their_files_up(
     # its own way: the text differs from what was analyzed (an edited buffer is judged alone)
     assert [(f.code, f.line) for f in flake8_plugin.findings_for("pkg/a.py", edited)] == [("CUD001", 6)]
     assert runs == [["pkg/a.py"]]
+
+
+def test_the_main_process_looks_for_components_only_when_part_of_a_project_is_given(tmp_path: Path, monkeypatch) -> None:
+    """Given the whole project, its files are analyzed together and no import edge is looked for;
+    given one folder, only the files connected to it by imports are (the other component is not)."""
+    import argparse
+
+    import cudalint.api
+    from cudalint import flake8_plugin
+
+    proj = tmp_path / "proj"
+    for pkg in ("one", "two"):
+        (proj / pkg).mkdir(parents=True)
+        (proj / pkg / "__init__.py").write_text("", encoding="utf-8")
+        (proj / pkg / "a.py").write_text(BAD, encoding="utf-8")
+    (proj / "one" / "b.py").write_text("from one import a\n", encoding="utf-8")
+    (proj / "pyproject.toml").write_text('[project]\nname = "demo"\n', encoding="utf-8")
+    (proj / "top.py").write_text("import two.a\n", encoding="utf-8")
+    monkeypatch.chdir(proj)
+    monkeypatch.setenv("CUDALINT_CACHE_DIR", str(tmp_path / "cache"))
+    runs: list = []
+    real = cudalint.api.lint_files
+    monkeypatch.setattr(cudalint.api, "lint_files", lambda *a, **k: runs.append(sorted(a[0])) or real(*a, **k))
+    found = os.path.join
+    monkeypatch.setattr(flake8_plugin, "_PROJECTS", {})
+    flake8_plugin.Plugin.parse_options(argparse.Namespace(filenames=["one"]))
+    project = flake8_plugin._project_for("one/a.py")
+    assert project.graph._edges is not None
+    assert runs == [[found("one", "__init__.py"), found("one", "a.py"), found("one", "b.py")]]
+    assert sorted(project.early) == runs[0]
+    runs.clear()
+    monkeypatch.setattr(flake8_plugin, "_PROJECTS", {})
+    flake8_plugin.Plugin.parse_options(argparse.Namespace(filenames=["."]))
+    project = flake8_plugin._project_for("one/a.py")
+    assert project.graph._edges is None  # (the whole project: no component was looked for)
+    everything = [found("one", "__init__.py"), found("one", "a.py"), found("one", "b.py"), "top.py", found("two", "__init__.py"), found("two", "a.py")]
+    assert runs == [everything]
+    assert sorted(project.early) == everything
+    codes = {p: [(f.code, f.line) for f in found_] for p, (_, found_) in project.early.items() if found_}
+    assert codes == {found("one", "a.py"): [("CUD003", 5), ("CUD001", 6)], found("two", "a.py"): [("CUD003", 5), ("CUD001", 6)]}
