@@ -78,6 +78,8 @@ def test_a_damaged_entry_is_proven_again(src: Path, tmp_path: Path, monkeypatch,
 # vllm's shape (vllm/platforms/rocm.py, vllm/utils/torch_utils.py): CUDA_VISIBLE_DEVICES written inside
 # a function, after CUDA was initialized in another module; no fix can move or guard it
 INSIDE = "import os\n\n\ndef sync(v):\n    os.environ['CUDA_VISIBLE_DEVICES'] = v\n"
+# a write inside a function of a file whose own `X.is_available()` call may be guarded (line 8)
+GUARDED = "import os\nimport torch\nif torch.cuda.is_available():\n    pass\n\n\ndef sync(v):\n    os.environ['CUDA_VISIBLE_DEVICES'] = v\n"
 
 
 @pytest.mark.parametrize(
@@ -87,13 +89,14 @@ INSIDE = "import os\n\n\ndef sync(v):\n    os.environ['CUDA_VISIBLE_DEVICES'] = 
         ("import os\nif True:\n    os.environ['CUDA_VISIBLE_DEVICES'] = '0'\n", 3, False, False),  # in a block
         ("import os\n@deco(\n    1)\ndef f():\n    pass\n", 2, False, False),  # in a decorator
         ("import torch\nimport os\nos.environ['CUDA_VISIBLE_DEVICES'] = '0'\n", 3, False, True),  # top level: may move
-        (INSIDE, 5, True, True),  # its own file's is_available(): may be guarded
+        (GUARDED, 8, True, True),  # its own file's is_available(): may be guarded
+        (INSIDE, 5, True, False),  # initialized in its own file, but no is_available() call to guard
         ("def (:\n", 1, False, True),  # does not parse: the plan reads it its own way
     ],
 )
 def test_a_fix_is_planned_only_where_one_can_be(text: str, line: int, same_file: bool, expected: bool) -> None:
     from cudalint.core.findings import Finding, Step
-    from cudalint.fixes.plan import may_fix
+    from cudalint.fixes.prospects import may_fix
 
     cause = Step("a.py" if same_file else "b.py", 1, "torch.cuda.is_available() initializes CUDA")
     finding = Finding(code="CUD001", path="a.py", line=line, column=5, end_line=line, end_column=9, message="m", witness=(cause,))
@@ -120,7 +123,7 @@ def test_a_write_made_too_late_by_an_importer_is_not_planned() -> None:
     """CUDA was initialized before the module's top level began (the witness enters its file only
     at the write): no move within the file comes first. An import of its own on the way may move."""
     from cudalint.core.findings import Finding, Step
-    from cudalint.fixes.plan import may_fix
+    from cudalint.fixes.prospects import may_fix
 
     text = "import torch\nimport os\nos.environ['CUDA_VISIBLE_DEVICES'] = '0'\n"
     init, write = Step("b.py", 1, "torch.cuda.init() initializes CUDA"), Step("a.py", 3, "written here")
@@ -133,7 +136,7 @@ def test_a_write_made_too_late_by_an_importer_is_not_planned() -> None:
 
 def test_a_file_may_be_fixed_when_any_of_its_writes_may_move() -> None:
     from cudalint.core.findings import Finding, Step
-    from cudalint.fixes.plan import may_fix
+    from cudalint.fixes.prospects import may_fix
 
     text = INSIDE + "\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'\n"  # the second write at the top level, line 7
     cause = (Step("b.py", 1, "torch.cuda.is_available() initializes CUDA"),)
@@ -158,3 +161,62 @@ def test_a_file_the_index_does_not_hold_is_named_by_its_bytes(src: Path, tmp_pat
     fix_cache.cached_fixes(findings, gone, Config(), None, cache=cache)
     fix_cache.cached_fixes(findings, gone, Config(), None, cache=cache)
     assert len(calls) == 3
+
+
+def test_a_file_without_an_is_available_call_cannot_be_guarded() -> None:
+    """`_plan_guard` rewrites an `X.is_available()` call of the file's own: with none in the file, a
+    write inside a function is not planned even when CUDA was initialized in that file."""
+    from cudalint.core.findings import Finding, Step
+    from cudalint.fixes.prospects import may_fix
+
+    text = INSIDE.replace("torch.cuda.is_available()", "torch.cuda.init()")
+    assert "is_available" not in text
+    cause = (Step("a.py", 1, "torch.cuda.init() initializes CUDA"),)
+    finding = Finding(code="CUD001", path="a.py", line=5, column=5, end_line=5, end_column=9, message="m", witness=cause)
+    assert may_fix([finding], text) is False
+    guarded = Finding(code="CUD001", path="a.py", line=8, column=5, end_line=8, end_column=9, message="m", witness=cause)
+    assert may_fix([guarded], GUARDED) is True
+
+
+def test_a_variable_written_in_two_places_is_never_moved() -> None:
+    """`_plan_move` moves a write only when the project writes its variable once: the run's own
+    CUD001 findings at two places already show it is not (crowded)."""
+    from cudalint.core.findings import Finding, Step
+    from cudalint.fixes.prospects import may_fix, parse_quietly, written_variable
+
+    text = "import torch_setup\nimport os\nos.environ['CUDA_VISIBLE_DEVICES'] = '0'\nos.environ.update(X='1')\nos.environ[NAME] = '1'\nrows[0] = 1\n"
+    tree = parse_quietly(text)
+    assert [written_variable(tree, n) for n in (1, 3, 4, 5, 6, 9)] == [None, "CUDA_VISIBLE_DEVICES", None, None, None, None]
+    assert written_variable(None, 3) is None
+    witness = (Step("b.py", 1, "torch.cuda.init() initializes CUDA"), Step("a.py", 1, "import torch_setup runs its top level"), Step("a.py", 3, "written here"))
+    finding = Finding(code="CUD001", path="a.py", line=3, column=1, end_line=3, end_column=5, message="m", witness=witness)
+    assert may_fix([finding], text, tree, crowded=()) is True
+    assert may_fix([finding], text, tree, crowded={"CUDA_VISIBLE_DEVICES"}) is False
+    assert may_fix([finding], text, crowded={"CUDA_DEVICE_ORDER"}) is True
+    update = Finding(code="CUD001", path="a.py", line=4, column=1, end_line=4, end_column=5, message="m", witness=witness)
+    assert may_fix([update], text, tree, crowded={"CUDA_VISIBLE_DEVICES", "X"}) is True  # (not a subscript: planned)
+
+
+CROWDED_SETUP = "import torch\n\ntorch.cuda.init()\n"
+CROWDED_WRITER = "import os\nimport setup_cuda\n\nos.environ['CUDA_VISIBLE_DEVICES'] = '0'\n"
+
+
+@pytest.mark.parametrize("writers", [1, 2])
+def test_no_syntax_tree_is_made_for_writes_of_a_crowded_variable(tmp_path: Path, monkeypatch, writers: int) -> None:
+    """Two modules write CUDA_VISIBLE_DEVICES after an import that initialized CUDA: neither write
+    can move (the variable is written twice), so no file is parsed with libcst; one module alone is
+    planned as before."""
+    from cudalint.fixes import fixinfo
+    from cudalint.inputs import source
+
+    (tmp_path / "setup_cuda.py").write_text(CROWDED_SETUP)
+    for i in range(writers):
+        (tmp_path / f"w{i}.py").write_text(CROWDED_WRITER)
+    result = lint_paths([str(tmp_path)], Config())
+    assert [(f.code, Path(f.path).name, f.line) for f in result.findings if f.code == "CUD001"] == [("CUD001", f"w{i}.py", 4) for i in range(writers)]
+    parsed: list = []
+    real = source.parse_cst
+    monkeypatch.setattr(source, "parse_cst", lambda src: parsed.append(Path(src.path).name) or real(src))
+    files = sorted(str(p) for p in tmp_path.glob("*.py"))
+    fixinfo.fixes_for(result.findings, files, Config())
+    assert parsed == ([] if writers == 2 else ["w0.py"])

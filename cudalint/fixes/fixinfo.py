@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from typing import Iterable, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 from cudalint.core.findings import Finding
 
@@ -69,7 +69,7 @@ def fixes_for(
 
     `cache`: the run's summary cache; the files a fix edits are analyzed fresh (lint_files' overlay)."""
     from cudalint.inputs import source
-    from cudalint.fixes import plan
+    from cudalint.fixes import prospects
     from cudalint.fixes import files as _files
     from cudalint.api import lint_files, load_module
     from cudalint.core.catalogue import load_catalogue
@@ -78,7 +78,7 @@ def fixes_for(
     texts = dict(texts or {})
     by_path: dict[str, list[Finding]] = {}
     for f in findings:
-        if f.cell is None and f.path.endswith((".py", ".pyi")) and f.code in ("CUD001", plan.ADD_DEVICE_ORDER_CODE):
+        if f.cell is None and f.path.endswith((".py", ".pyi")) and f.code in ("CUD001", prospects.ADD_DEVICE_ORDER_CODE):
             by_path.setdefault(f.path, []).append(f)
     if not by_path:
         return {}
@@ -86,7 +86,9 @@ def fixes_for(
     originals: dict[str, str] = {}
     plans = {}
     irs: dict[str, ModuleIR] = {}
-    for path in by_path:
+    read: dict[str, tuple[str, Any]] = {}  # path -> its text, CPython's tree of it
+    sites: dict[str, set[tuple[str, int]]] = {}  # variable -> the CUD001 findings' writes of it
+    for path, found in by_path.items():
         if path in texts:
             text = texts[path]
         else:
@@ -94,7 +96,14 @@ def fixes_for(
             if isinstance(got, str):
                 continue
             text = got.text
-        if not plan.may_fix(by_path[path], text):
+        read[path] = (text, tree := prospects.parse_quietly(text))
+        for f in found:
+            variable = prospects.written_variable(tree, f.line) if f.code == "CUD001" else None
+            if variable is not None:
+                sites.setdefault(variable, set()).add((path, f.line))
+    crowded = {variable for variable, where in sites.items() if len(where) > 1}
+    for path, (text, tree) in read.items():
+        if not prospects.may_fix(by_path[path], text, tree, crowded):
             continue  # (no libcst parse, no summary: vllm's two CUD001 findings cost 0.5 s)
         catalogue = catalogue or load_catalogue(config.extend_catalogue)
         module = source.parse_cst(source.Source(path, text))
@@ -106,7 +115,7 @@ def fixes_for(
         return {}  # (no file with a fix to plan: libcst is not even imported)
     import libcst as cst
 
-    from cudalint.fixes import apply as fix
+    from cudalint.fixes import apply as fix, plan
 
     def load(path, catalogue_, text=None):
         return load_module(path, catalogue_, text, cache=cache if text is None else None)

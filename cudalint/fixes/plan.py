@@ -3,7 +3,6 @@ add CUDA_DEVICE_ORDER; or a hint when no edit is certain.
 """
 from __future__ import annotations
 
-import ast
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Optional, Sequence, Union
@@ -16,7 +15,7 @@ from cudalint.core.ir import Event, ModuleIR, iter_events
 
 
 ENV_VARS = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
-ADD_DEVICE_ORDER_CODE = "CUD004"  # NVML/nvidia-smi indices used as CUDA numbering
+from cudalint.fixes.prospects import ADD_DEVICE_ORDER_CODE
 
 
 # ---------- what a fix is --------------------------------------------------------------------
@@ -209,46 +208,6 @@ def plan_file(path: str, module: cst.Module, findings: Sequence[Finding], ir: Mo
         elif f.code == "CUD001":
             plan.hints[f] = "not fixed automatically: " + HINT_MOVE
     return plan
-
-
-def may_fix(findings: Sequence[Finding], text: str) -> bool:
-    """False when no fix can be planned for any of a file's `findings`, known from CPython's parse
-    alone (no libcst tree, no summary): a CUD001 write inside a function, class or block can be
-    neither moved (`_plan_move`: only a top-level statement moves) nor guarded (`_plan_guard`: only
-    where the file's own `is_available()` initialized CUDA). A necessary condition: what passes is
-    planned as before. A write whose witness enters its file only at the write itself was made too
-    late by whoever imported the module (CUDA was initialized before its top level began): no move
-    within the file comes first (generated import cycles: 11 such proofs, a fifth of the run)."""
-    lines = []
-    for f in findings:
-        if f.code != "CUD001" or (f.witness and f.witness[0].path == f.path):
-            return True
-        if f.witness and f.witness[-1].path == f.path and not any(step.path == f.path for step in f.witness[:-1]):
-            continue
-        lines.append(f.line)
-    if not lines:
-        return False
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return True  # (the plan reads the file its own way)
-    for line in lines:
-        for stmt in tree.body:
-            first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
-            if first <= line <= (stmt.end_lineno or stmt.lineno):
-                if not isinstance(stmt, _COMPOUND):
-                    return True
-                break
-        else:
-            return True
-    return False
-
-
-_COMPOUND = tuple(
-    getattr(ast, name)
-    for name in ("FunctionDef", "AsyncFunctionDef", "ClassDef", "If", "For", "AsyncFor", "While", "With", "AsyncWith", "Try", "TryStar", "Match")
-    if hasattr(ast, name)  # (TryStar: Python 3.11)
-)
 
 
 def _plan_move(f: Finding, mod: _Module, pos, project_writes: Writes):
