@@ -38,11 +38,14 @@ def _scan_raw(s: "Scan") -> list:
     ]
 
 
-def _catalogue(ctx: Union[Catalogue, tuple[str, ...]]) -> Catalogue:
-    # in-process the caller's catalogue itself; in a worker the same files loaded again
+def _catalogue(ctx: Union[Catalogue, tuple[str, ...]], cache_dir: Optional[str] = None) -> Catalogue:
+    # in-process the caller's catalogue itself; in a worker the same files loaded again, their parsed
+    # TOML read from the run's cache where the caller left it (tomllib took 20 ms of a worker's start)
+    from pathlib import Path
+
     from cudalint.core.catalogue import Catalogue, load_catalogue
 
-    return ctx if isinstance(ctx, Catalogue) else load_catalogue(ctx)
+    return ctx if isinstance(ctx, Catalogue) else load_catalogue(ctx, cache_dir=Path(cache_dir) if cache_dir is not None else None)
 
 
 def _scan_task(
@@ -72,7 +75,7 @@ def _scan_task(
     from cudalint.scan.select import likely_selected, surely_selected
 
     key = Cache.make_key(salt, info.path, info.module, data)
-    catalogue = _catalogue(extra)
+    catalogue = _catalogue(extra, cache_dir)
     # (a function of 600 `elif ... raise` arms nests its stop formula 600 deep)
     found, tree = _deep(lambda: scan_tree(data, catalogue, info.module, info.is_package, calls=calls, stops=stops))
     summary = None
@@ -185,7 +188,7 @@ def _summary_task(item: tuple[FileInfo, str, bool, str], extra, cache_dir: Optio
     if isinstance(data, Finding):
         return info.path, data, True
     now = Cache.make_key(salt, info.path, info.module, data)
-    result = summarize_bytes(info.path, data, info.module, info.is_package, _catalogue(extra))
+    result = summarize_bytes(info.path, data, info.module, info.is_package, _catalogue(extra, cache_dir))
     if not isinstance(result, Finding) and not want:
         return info.path, None, now != key
     return info.path, _deliver(info, now, salt, result, cache_dir), now != key
