@@ -30,8 +30,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("cudalint.api",),
     ("cudalint.fixes",),
     ("cudalint.output",),
-    ("cudalint.cli", "cudalint.named", "cudalint.flake8_plugin", "cudalint.server", "cudalint.trace",
-     "cudalint.entry", "cudalint.__main__"),
+    ("cudalint.cli", "cudalint.command", "cudalint.quick_args", "cudalint.named", "cudalint.flake8_plugin",
+     "cudalint.server", "cudalint.trace", "cudalint.entry", "cudalint.__main__"),
 ]
 
 
