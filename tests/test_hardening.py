@@ -191,6 +191,43 @@ def test_size_limit_is_ten_megabytes() -> None:
     assert MAX_FILE_BYTES == 10 * 1024 * 1024
 
 
+def test_a_file_longer_than_its_size_says_is_read_whole() -> None:
+    """A file is read to the size fstat gives, and on when there is more (a file that grew, or one
+    of /proc, whose size is 0): never only as far as the size said."""
+    from cudalint.inputs.source import read_bytes
+
+    data = read_bytes("/proc/self/status")
+    assert isinstance(data, bytes) and data.startswith(b"Name:") and b"VmRSS" in data
+
+
+def test_a_file_that_grew_past_the_limit_while_read_is_skipped(tmp_path: Path, monkeypatch) -> None:
+    """fstat said 10 bytes, the file holds more than 10 MB by the time it is read: skipped, not cut."""
+    from cudalint.inputs import source
+    from cudalint.core.findings import Finding
+
+    big = tmp_path / "grown.py"
+    big.write_bytes(b"x = 1\n" * (MAX_FILE_BYTES // 6 + 1))
+    real = os.fstat
+    monkeypatch.setattr(source.os, "fstat", lambda fd: os.stat_result((*real(fd)[:6], 10, *real(fd)[7:])))
+    got = source.read_bytes(str(big))
+    assert isinstance(got, Finding) and got.message == "skipped: more than the 10.0 MB cudalint parses"
+
+
+def test_a_cache_entry_longer_than_its_size_says_is_read_whole(tmp_path: Path, monkeypatch) -> None:
+    from cudalint.core import cache_files
+
+    cache_files.write(tmp_path, "x/entry.json", b'{"value": "' + b"v" * 5000 + b'"}')
+    assert cache_files.read(tmp_path, "x/entry.json") == {"value": "v" * 5000}
+    real = os.fstat
+
+    def fstat(fd):  # the size as it was before the rest of the entry was written
+        st = real(fd)
+        return os.stat_result((*st[:6], 10, *st[7:]))
+
+    monkeypatch.setattr(cache_files.os, "fstat", fstat)
+    assert cache_files.read(tmp_path, "x/entry.json") == {"value": "v" * 5000}
+
+
 # ---------- unreadable files and directories ---------------------------------------------------
 def _as_nobody(fn: Callable[[], object]) -> object:
     """Run `fn` where permissions bite. As root (as in CI containers) mode 000 means nothing, so a

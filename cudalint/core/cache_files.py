@@ -118,7 +118,9 @@ def read(root: Path, name: str, parse: Callable[[bytes], Any] = json.loads) -> O
         if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_ENTRY_BYTES:
             return None
         with os.fdopen(fd, "rb", closefd=False) as fh:
-            data = fh.read(MAX_ENTRY_BYTES + 1)
+            data = fh.read(st.st_size + 1)  # (read(n) makes an n-byte buffer first: not 512 MB per entry)
+            if len(data) > st.st_size:  # it grew meanwhile
+                data += fh.read(MAX_ENTRY_BYTES + 1 - len(data))
     except OSError:
         return None
     finally:
