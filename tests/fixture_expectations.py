@@ -73,6 +73,8 @@ def fixture_cases() -> list[Path]:
     cases = []
     for rule_dir in sorted(p for p in FIXTURES.iterdir() if p.is_dir()):
         for entry in sorted(rule_dir.iterdir()):
+            if entry.name.startswith("."):  # (a cache or an editor's folder: no fixture)
+                continue
             if entry.is_dir() or entry.suffix in (".py", ".ipynb"):
                 cases.append(entry)
     return cases

@@ -48,14 +48,15 @@ def test_fixture_library(case: Path, monkeypatch) -> None:
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.name.startswith("bad") or c.is_dir()], ids=case_id)
-def test_fixture_cli(case: Path) -> None:
+def test_fixture_cli(case: Path, tmp_path: Path) -> None:
     cwd, target = _target(case)
     proc = subprocess.run(
         [sys.executable, "-m", "cudalint", "--format", "json", target],
         cwd=cwd,
         capture_output=True,
         text=True,
-        env={**os.environ, "NO_COLOR": "1"},
+        # (the cache elsewhere: its default, ./.cudalint_cache, is inside fixtures/)
+        env={**os.environ, "NO_COLOR": "1", "CUDALINT_CACHE_DIR": str(tmp_path / "cache")},
     )
     expected = _expected(case)
     assert proc.returncode == (1 if expected else 0), proc.stderr
