@@ -146,10 +146,15 @@ TOKENS = [
 @given(st.lists(st.sampled_from(TOKENS), max_size=7))
 def test_random_lines_agree_with_click_or_are_left_to_it(argv: list[str]) -> None:
     """Any line the quick parser reads, click reads the same; a line click refuses, it never reads."""
-    os.environ.pop("CUDALINT_CACHE_DIR", None)
-    quick = parse(argv)
-    if quick is not None:
-        assert quick == clicks(argv), argv
+    # (hypothesis cannot use monkeypatch; the session's cache folder, tests/conftest.py, comes back)
+    saved = os.environ.pop("CUDALINT_CACHE_DIR", None)
+    try:
+        quick = parse(argv)
+        if quick is not None:
+            assert quick == clicks(argv), argv
+    finally:
+        if saved is not None:
+            os.environ["CUDALINT_CACHE_DIR"] = saved
 
 
 def test_the_two_parsers_know_the_same_options() -> None:
