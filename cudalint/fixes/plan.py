@@ -11,11 +11,11 @@ import libcst as cst
 from cudalint.fixes.cst_positions import positions
 from cudalint.core.findings import Finding
 from cudalint.fixes.module_shape import _Module, _UNKNOWN_VALUE, _is_import_of, _is_stdlib_import
+from cudalint.fixes.prospects import ADD_DEVICE_ORDER_CODE
 from cudalint.core.ir import Event, ModuleIR, iter_events
 
 
 ENV_VARS = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
-from cudalint.fixes.prospects import ADD_DEVICE_ORDER_CODE
 
 
 # ---------- what a fix is --------------------------------------------------------------------

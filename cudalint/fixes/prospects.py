@@ -29,7 +29,10 @@ def _top_statement(tree: ast.Module, line: int) -> Optional[ast.stmt]:
 def written_variable(tree: Optional[ast.Module], line: int) -> Optional[str]:
     """The variable a top-level `<mapping>["NAME"] = value` on `line` writes (a CUD001 finding there
     is an environment write), else None."""
-    stmt = _top_statement(tree, line) if tree is not None else None
+    return _variable_of(_top_statement(tree, line) if tree is not None else None)
+
+
+def _variable_of(stmt: Optional[ast.stmt]) -> Optional[str]:
     if type(stmt) is ast.Assign and len(stmt.targets) == 1 and type(stmt.targets[0]) is ast.Subscript:
         key = stmt.targets[0].slice
         if type(key) is ast.Constant and type(key.value) is str:
@@ -62,7 +65,7 @@ def may_fix(findings: Sequence[Finding], text: str, tree: Optional[ast.Module] =
         return True
     for line in lines:
         stmt = _top_statement(tree, line)
-        if stmt is None or not isinstance(stmt, _COMPOUND) and written_variable(tree, line) not in crowded:
+        if stmt is None or not isinstance(stmt, _COMPOUND) and _variable_of(stmt) not in crowded:
             return True
     return False
 
