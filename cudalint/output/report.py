@@ -5,12 +5,12 @@ stream is a terminal (colour) is decided by the caller, see `use_colour`.
 """
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from typing import Iterable, Optional, TextIO
 
 from cudalint.core.findings import Finding
+from cudalint.output import json_text
 
 _RESET = "\x1b[0m"
 _STYLES = {"path": "\x1b[1m", "code": "\x1b[1;31m", "dim": "\x1b[2m", "summary": "\x1b[1m"}
@@ -97,7 +97,7 @@ def as_json(findings: Iterable[Finding], out: TextIO, fixes: Optional[dict] = No
         fx = (fixes or {}).get((f.path, f.line, f.column, f.code))
         row["fix"] = fx.to_json() if fx is not None else None
         rows.append(row)
-    json.dump(rows, out, indent=2)
+    json_text.dump(rows, out)
     out.write("\n")
 
 
@@ -171,7 +171,7 @@ def statistics_json(findings: Iterable[Finding], out: TextIO) -> None:
         {"code": code, "name": RULES[code].name if code in RULES else "", "count": n}
         for code, n in counts(findings)
     ]
-    json.dump(rows, out, indent=2)
+    json_text.dump(rows, out)
     out.write("\n")
 WITNESS_STEPS_SHOWN = 4
 

@@ -6,7 +6,6 @@ becomes a `codeFlow` whose thread-flow locations are the witness steps, in order
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
@@ -15,6 +14,7 @@ from urllib.parse import quote
 
 from cudalint import __version__
 from cudalint.core.findings import Finding, Step
+from cudalint.output import json_text
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 # Where the rule docs are read on the web. One place to change when the repository moves.
@@ -158,5 +158,5 @@ def document(findings: Iterable[Finding], root: str = ".") -> dict:
 
 
 def sarif(findings: Iterable[Finding], out: TextIO, root: str = ".") -> None:
-    json.dump(document(findings, root), out, indent=2)
+    json_text.dump(document(findings, root), out)
     out.write("\n")
