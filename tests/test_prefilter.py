@@ -456,6 +456,64 @@ def test_a_file_likely_chosen_is_parsed_once(tmp_path: Path, monkeypatch) -> Non
     assert parsed == ["stops.py"]  # chosen (it may end the path) without effects or a package import
 
 
+_CRLF_SOURCES = [
+    # the line ends of a project written on Windows (sentence-transformers 5.x: every file `\r\n`),
+    # with what they touch: strings over several lines, a continued line, a lone `\r`, a BOM, a cookie
+    b'"""The module.\r\n\r\nMore."""\r\nimport os\r\nimport torch\r\n\r\nDEV = torch.device("cuda", 0)\r\n'
+    b'os.environ["CUDA_VISIBLE_DEVICES"] = \\\r\n    "1"\r\nNOTE = """a\r\nb\rc"""\r\n',
+    b'import os\rimport torch\rx = torch.zeros(3).cuda()\ros.environ["CUDA_VISIBLE_DEVICES"] = "0"\r',
+    b'\xef\xbb\xbfimport torch\r\nif torch.cuda.is_available():\r\n    m = f"""{1}\r\n{torch.cuda.device_count()}"""\r\n',
+    b'# -*- coding: latin-1 -*-\r\nimport os\r\nS = "\xe9t\xe9"\r\nos.environ["CUDA_VISIBLE_DEVICES"] = S\r\n',
+]
+
+
+@pytest.mark.parametrize("data", _CRLF_SOURCES)
+def test_a_file_with_windows_line_ends_is_summarized_from_the_scans_tree(data: bytes, tmp_path: Path) -> None:
+    """The scan parses the bytes with every line end made `\\n`; CPython's tokenizer does the same
+    to the file's own bytes, so the summary made from the scan's tree is the one pass 2 makes
+    (cudalint.engine.tasks._scan_task): same events, places, texts and string values."""
+    from cudalint.engine.fileinfo import FileInfo
+    from cudalint.engine.serialize import encode
+    from cudalint.summary.from_bytes import _summarize_bytes
+
+    path = tmp_path / "winmod.py"
+    path.write_bytes(data)
+    cat = load_catalogue()
+    item = (FileInfo(path=str(path), module="winmod", is_package=False), "")
+    early = tasks._scan_task(item, cat, judged=("env_write", "init"))[4]
+    assert early is not None  # made from the scan's tree
+    assert encode(early) == encode(_summarize_bytes(str(path), data, "winmod", False, cat))
+
+
+_PROJECT = {
+    "__init__.py": "",
+    "utils.py": "import torch\n\ndef dev():\n    return torch.zeros(1).cuda()\n",
+    "model.py": "from .utils import dev\n\ndef build():\n    '''Builds it.\n\n    On the GPU.'''\n    return dev()\n",
+    "train.py": "import os\nfrom pkg.model import build\nbuild()\nos.environ['CUDA_VISIBLE_DEVICES'] = \\\n    '1'\n",
+}
+
+
+def test_a_project_with_windows_line_ends_is_parsed_once(tmp_path: Path, monkeypatch) -> None:
+    """Every file of it `\\r\\n` (sentence-transformers 5.x): no file chosen is parsed a second
+    time, and the findings are those of the same project with `\\n` line ends."""
+    from cudalint.inputs import source
+
+    for folder, end in (("unix", "\n"), ("windows", "\r\n")):
+        pkg = tmp_path / folder / "pkg"
+        pkg.mkdir(parents=True)
+        for name, text in _PROJECT.items():
+            (pkg / name).write_bytes(text.replace("\n", end).encode())
+    parsed: list[str] = []
+    real = source.parse
+    monkeypatch.setattr(source, "parse", lambda src: parsed.append(Path(src.path).name) or real(src))
+    monkeypatch.chdir(tmp_path / "windows")
+    windows = _json(lint_paths(["pkg"], cache=None, jobs=1))
+    assert parsed == []
+    monkeypatch.chdir(tmp_path / "unix")
+    unix = _json(lint_paths(["pkg"], cache=None, jobs=1))
+    assert windows == unix and [f["code"] for f in windows] == ["CUD001"]
+
+
 # ---------- the scan's text searches: fast forms that must answer as the plain ones ----------------
 @pytest.mark.parametrize("text", [b"2foo", b"a2foo", b"_2foo", b"foo2", b"foo", b" foo.bar", b"0x1F", b"F(", b"xF", b"(F)", b"__F", b"os.path", b"pos", b"9os", b"9x1", b"ax1", b"b_a", b"1_a", b"# import. x"])
 def test_has_word_answers_as_the_list_of_words(text: bytes) -> None:

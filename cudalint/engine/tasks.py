@@ -79,9 +79,11 @@ def _scan_task(
     # (a function of 600 `elif ... raise` arms nests its stop formula 600 deep)
     found, tree = _deep(lambda: scan_tree(data, catalogue, info.module, info.is_package, calls=calls, stops=stops))
     summary = None
-    # (the scan parsed the bytes with every line end made `\n`: the summary wants the file's own)
+    # (the scan parsed the bytes with every line end made `\n`; CPython's tokenizer makes `\r\n` and
+    # `\r` that before it parses, so the tree is the one the file's own bytes give, positions and
+    # string values included: a project written on Windows was parsed twice)
     wanted = judged and (surely_selected(found.kinds, judged) or likely_selected(found.kinds, found.imports, info.module))
-    if tree is not None and wanted and b"\r" not in data:
+    if tree is not None and wanted:
         summary = _summary_of_tree(info, key, salt, data, tree, catalogue, cache_dir)
     return info.path, key, _scan_raw(found), stamp, summary
 
