@@ -456,6 +456,29 @@ def test_a_file_likely_chosen_is_parsed_once(tmp_path: Path, monkeypatch) -> Non
     assert parsed == ["stops.py"]  # chosen (it may end the path) without effects or a package import
 
 
+def test_no_selection_when_pass_1_summarized_every_file(tmp_path: Path, monkeypatch) -> None:
+    """Every module imports its own package (benchmarks/adversarial.py's import cycles): pass 1
+    made every summary, the selection could spare none and is not made; one module that pass 1
+    did not summarize (constants, importing nothing) and it is made again."""
+    from cudalint.scan import select as selection
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from .a import *\nfrom .b import *\n")
+    (pkg / "a.py").write_text("import torch\nfrom pkg import b\n\ndef dev():\n    return b.ident(torch.zeros(1).cuda())\n")
+    (pkg / "b.py").write_text("from pkg import a\n\ndef ident(x):\n    return x\n")
+    (pkg / "main.py").write_text("import os\nfrom pkg.a import dev\ndev()\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'\n")
+    calls: list[int] = []
+    real = selection.select
+    monkeypatch.setattr(selection, "select", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.chdir(tmp_path)
+    plain = _json(lint_paths(["pkg"], jobs=1, prefilter=False))
+    assert [f["code"] for f in plain] == ["CUD001"]
+    assert _json(lint_paths(["pkg"], jobs=1)) == plain and calls == []
+    (pkg / "constants.py").write_text("SIZE = 3\n")
+    assert _json(lint_paths(["pkg"], jobs=1)) == plain and calls == [1]
+
+
 _CRLF_SOURCES = [
     # the line ends of a project written on Windows (sentence-transformers 5.x: every file `\r\n`),
     # with what they touch: strings over several lines, a continued line, a lone `\r`, a BOM, a cookie
