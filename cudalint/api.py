@@ -172,6 +172,7 @@ def _lint_files(
     from cudalint.core.catalogue import load_catalogue
     from cudalint.core.ir import ModuleIR
     from cudalint.core.project import Project
+    from cudalint.engine.heap import give_back_free_memory
 
     if catalogue is None:
         catalogue = load_catalogue(config.extend_catalogue, cache_dir=cache.directory if cache is not None else None)
@@ -214,6 +215,7 @@ def _lint_files(
             else:
                 modules.append(result)
         project = Project(modules)
+        give_back_free_memory(len(modules))  # (the analysis makes the run's peak)
         derive, imports, sparse = build_derive(config.target_version, catalogue), watched.import_keys(catalogue), build_sparse(catalogue)
         analyzer = Analyzer(project, checks, init_keys, derive=derive, imports=imports, sparse=sparse)
         try:
