@@ -355,6 +355,8 @@ class Analyzer:
     def apply(self, summary: Summary, ev: Event, state: State, w: _Walk, note: str, module: Optional[str] = None) -> Optional[State]:
         """The callee's `summary` at the call (or import of `module`, a path) `ev`, in `state`."""
         step = Step(w.mod.path, ev.loc[0], note)
+        if not summary.exposed:  # (most calls: nothing to judge here or pass up, only the facts it returns with)
+            return self._after(summary, state, step, {})
         done = imported(state)
         bit = self.bit[module] if module is not None else 0
         marks: dict[int, int] = {}  # an event's `fresh`, with `module` added: shared
