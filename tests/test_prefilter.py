@@ -479,6 +479,18 @@ def test_no_selection_when_pass_1_summarized_every_file(tmp_path: Path, monkeypa
     assert _json(lint_paths(["pkg"], jobs=1)) == plain and calls == [1]
 
 
+def test_the_import_scan_follows_a_local_name_into_its_attributes() -> None:
+    """`import os` then `os.path.join(...)` reaches `os.path`; `myos.path` (a longer name) and
+    `cfg.os.path` (an attribute of something else) do not; a use at the very start of the file
+    counts, whatever the file's last byte (cudalint.scan.imports._imports)."""
+    from cudalint.scan.imports import _imports
+
+    names, chains, _stars = _imports(b"myos.sep\ncfg.os.curdir\nos . path .join('a')\nimport os", "pkg.m", False)
+    assert names == ("os", "os.path", "os.path.join") and chains == {b"os": ("os", "os.path.join")}
+    names, chains, _stars = _imports(b"os.getcwd()\nimport os", "pkg.m", False)
+    assert names == ("os", "os.getcwd") and chains == {b"os": ("os", "os.getcwd")}
+
+
 _CRLF_SOURCES = [
     # the line ends of a project written on Windows (sentence-transformers 5.x: every file `\r\n`),
     # with what they touch: strings over several lines, a continued line, a lone `\r`, a BOM, a cookie

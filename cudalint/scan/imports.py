@@ -12,6 +12,7 @@ _IMPORT = re.compile(rb"import[ \t]+([^\n;#]*)")
 _CHAIN_TAIL = re.compile(rb"((?:[ \t]*\.[ \t]*[A-Za-z_]\w*)+)")
 _NAME_OR_DOT = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.")
 _ALIAS = re.compile(rb"([A-Za-z_][\w.]*)(?:[ \t]+as[ \t]+([A-Za-z_]\w*))?")
+_BLANKS = re.compile(rb"\s")
 
 
 def _imports(data: bytes, modname: str, is_package: bool) -> tuple[tuple[str, ...], dict[bytes, tuple[str, ...]], tuple[str, ...]]:
@@ -60,14 +61,17 @@ def _imports(data: bytes, modname: str, is_package: bool) -> tuple[tuple[str, ..
         # `import pkg` then `pkg.mod.f()` reaches pkg.mod without importing it by name
         for local, target in locals_.items():
             pos = data.find(local)
+            size = len(local)
             while pos >= 0:
-                end = pos + len(local)
-                m = _CHAIN_TAIL.match(data, end)
-                # not the end of a longer name or an attribute of something else
-                if m is not None and (pos == 0 or data[pos - 1] not in _NAME_OR_DOT):
-                    full = target + re.sub(rb"\s", b"", m.group(1)).decode()
-                    names.add(full)
-                    chains[local].add(full)
+                end = pos + size
+                # not the end of a longer name or an attribute of something else (asked first: a
+                # short alias such as `F` or `np` is mostly found inside other words)
+                if pos == 0 or data[pos - 1] not in _NAME_OR_DOT:
+                    m = _CHAIN_TAIL.match(data, end)
+                    if m is not None:
+                        full = target + _BLANKS.sub(b"", m.group(1)).decode()
+                        names.add(full)
+                        chains[local].add(full)
                 pos = data.find(local, end)
     out: set[str] = set()
     for name in names:
