@@ -12,9 +12,9 @@ SHARED = """
     import sys
     from concurrent.futures import ThreadPoolExecutor
     from llama_cpp import Llama
-
+    import faulthandler  # (the test's watchdog, on lines that were blank: the lines below keep their numbers)
     llm = Llama(model_path=sys.argv[1], n_ctx=128, verbose=False)
-
+    faulthandler.dump_traceback_later(60, exit=True)  # four threads on one context: an abort, a segfault, or now and then a hang (a CI run waited 120 s)
 
     def work(prompt):
         return llm(prompt, max_tokens=16)["choices"][0]["text"]
