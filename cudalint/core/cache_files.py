@@ -30,6 +30,8 @@ import stat
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from cudalint.core.sized_read import read_upto
+
 MAX_ENTRY_BYTES = 512 * 1024 * 1024
 _HEADER = b"cudalint-cache-1 "
 _HEX = re.compile(r"[0-9a-f]{16,64}\Z")
@@ -118,9 +120,7 @@ def read(root: Path, name: str, parse: Callable[[bytes], Any] = json.loads) -> O
         if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_ENTRY_BYTES:
             return None
         with os.fdopen(fd, "rb", closefd=False) as fh:
-            data = fh.read(st.st_size + 1)  # (read(n) makes an n-byte buffer first: not 512 MB per entry)
-            if len(data) > st.st_size:  # it grew meanwhile
-                data += fh.read(MAX_ENTRY_BYTES + 1 - len(data))
+            data = read_upto(fh, st.st_size, MAX_ENTRY_BYTES)
     except OSError:
         return None
     finally:

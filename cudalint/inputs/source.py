@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Optional, Union
 
 
 from cudalint.core.findings import Finding
+from cudalint.core.sized_read import read_upto
 
 if TYPE_CHECKING:
     import ast
@@ -68,11 +69,7 @@ def read_bytes(path: str) -> Union[bytes, Finding]:
                     f"skipped: the file is {_megabytes(size)}, more than the {_megabytes(MAX_FILE_BYTES)} "
                     "cudalint parses (exclude it, or split it)",
                 )
-            # (read(n) makes an n-byte buffer first: one of 10 MB for every small file, more than half
-            # the time of reading lightning's 266 files; the rest is read only if the file grew)
-            data = fh.read(size + 1)
-            if len(data) > size:
-                data += fh.read(MAX_FILE_BYTES + 1 - len(data))
+            data = read_upto(fh, size, MAX_FILE_BYTES)
             if len(data) > MAX_FILE_BYTES:  # a pipe or a file that grew while we read it
                 return problem(path, f"skipped: more than the {_megabytes(MAX_FILE_BYTES)} cudalint parses")
             return data
