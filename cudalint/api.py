@@ -96,14 +96,13 @@ def lint_paths(
     config: Optional[Config] = None,
     cache: Optional[Cache] = None,
     jobs: Optional[int] = None,
-    prefilter: bool = True,
 ) -> LintResult:
     from cudalint.inputs.discover import discover
 
     config = config or Config()
     found = discover(paths, exclude=config.exclude + config.extend_exclude, respect_gitignore=config.respect_gitignore)
     # (the catalogue is loaded if the cache does not answer the run whole, as for `cudalint TARGETS`)
-    return lint_files(found.files, config, None, extra=found.problems, cache=cache, jobs=jobs, prefilter=prefilter)
+    return lint_files(found.files, config, None, extra=found.problems, cache=cache, jobs=jobs)
 
 
 def lint_files(
@@ -116,7 +115,6 @@ def lint_files(
     texts: Optional[Mapping[str, str]] = None,
     noqa: bool = True,
     jobs: Optional[int] = None,
-    prefilter: bool = True,
 ) -> LintResult:
     """Lint `files` together. `catalogue`: None loads `config`'s when the run needs it (not when the
     cache answers it whole).
@@ -125,13 +123,12 @@ def lint_files(
     cached). `texts`: contents already read (the flake8 plugin's file) instead of reading them.
     `noqa=False` leaves `# noqa` to the caller (flake8 applies its own).
     `jobs`: worker processes for the .py files read from disk (default: the usable cores; 1 = in
-    this process). `prefilter`: skip the files that cannot matter (cudalint.scan.select); turned off
-    only to check that it changes nothing.
+    this process).
     """
     from cudalint.engine.gc_pause import paused_gc
 
     with paused_gc():  # (until the run's summaries are freed: _lint_files has returned)
-        return _lint_files(files, config, catalogue, extra, cache, overlay, texts, noqa, jobs, prefilter)
+        return _lint_files(files, config, catalogue, extra, cache, overlay, texts, noqa, jobs)
 
 
 def _lint_files(
@@ -144,7 +141,6 @@ def _lint_files(
     texts: Optional[Mapping[str, str]],
     noqa: bool,
     jobs: Optional[int],
-    prefilter: bool,
 ) -> LintResult:
     from cudalint.engine.indexed import index_files, reused_run
     from cudalint.engine.serialize import encode
@@ -155,14 +151,13 @@ def _lint_files(
     notebooks: dict[str, Notebook] = {}
     files = list(files)
     count = len(files)
-    # .py files go through the runner (prefilter, cache, workers); notebooks are loaded here
+    # .py files go through the runner (cache, workers); notebooks are loaded here
     py_files = [p for p in files if not p.endswith(".ipynb")]
     notebook_files = [p for p in files if p.endswith(".ipynb")]
-    prefilter = prefilter and not notebook_files  # a notebook is not scanned: it may reach any module
     run_salt = None if overlay else repr((config, noqa, [encode(f) for f in findings], _fingerprints(notebook_files)))
     indexed = index_files(py_files, cache, texts, uncached=tuple(overlay or ()))
     if cache is not None and run_salt is not None:
-        reused = reused_run(indexed, cache, run_salt, prefilter)
+        reused = reused_run(indexed, cache, run_salt)
         if reused is not None:
             return LintResult(findings=tuple(reused), files=count)
     from cudalint.analysis.flow import Analyzer
@@ -185,7 +180,6 @@ def _lint_files(
         catalogue,
         cache=cache,
         jobs=jobs,
-        prefilter=prefilter,
         judged=tuple(sorted(judged)),
         extend_catalogue=config.extend_catalogue,
         run_salt=run_salt,

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -79,86 +80,72 @@ def test_changed_file_is_summarized_again(tmp_path: Path) -> None:
     assert again.misses == 1
 
 
-def _index_files(cache_dir: Path) -> tuple[dict, dict]:
+def _index(cache_dir: Path) -> dict:
     (idx,) = (cache_dir / "index").glob("*.idx")
-    scans: dict = {}
-    shards = sorted((cache_dir / "index").glob("*.scans-*"))
-    assert {k[0] for k in scans_keys(idx)} <= {p.name[-1] for p in shards}  # one file per first digit
-    for shard in shards:
-        scans.update(entry_json(shard))
-    return entry_json(idx), scans
+    return entry_json(idx)
 
 
-def scans_keys(idx: Path) -> list[str]:
-    return [v[2] for v in entry_json(idx).values()]
-
-
-def test_scans_are_kept_apart_from_the_index_and_old_ones_are_dropped(tmp_path: Path) -> None:
-    """A warm run reads only the small index (path -> mtime, size, key, scan digest, summary name, module
-    name); the scans, keyed by
-    content, are read only when the run's findings cannot be reused, and an edited file's old scan
-    leaves the file."""
+def test_the_index_records_each_file_by_its_stamp_key_and_summary_name(tmp_path: Path) -> None:
+    """A warm run reads only the small index (path -> mtime, size, key, summary name, module name)
+    and the run's findings; a comment added to a file gives it a new key, and its summary (equal to
+    the old one) keeps the old name (cudalint.engine.run_keys)."""
     src = tmp_path / "proj"
     shutil.copytree(FIXTURES / "CUD001" / "cross_module", src)
     lint_paths([str(src)], cache=Cache.open(tmp_path / "cache", load_catalogue()))
-    index, scans = _index_files(tmp_path / "cache")
-    assert index and all(len(v) == 6 and v[4] == v[2] for v in index.values())  # a summary is named by its own key at first
-    assert sorted(scans) == sorted(v[2] for v in index.values())
+    index = _index(tmp_path / "cache")
+    files = sorted(src.rglob("*.py"))
+    assert len(index) == len(files) and all(len(v) == 5 and v[3] == v[2] for v in index.values())  # named by its own key at first
+    for path in files:
+        st = path.stat()
+        assert index[f"{path}\0{path}"][:2] == [st.st_mtime_ns, st.st_size]
     warm = Cache.open(tmp_path / "cache", load_catalogue())
     lint_paths([str(src)], cache=warm)
-    assert warm.runs_reused == 1 and warm._scans is None  # the scans file was not even read
-    touched = sorted(src.rglob("*.py"))[0]
-    touched.write_text(touched.read_text() + "\n# touched\n")
+    assert warm.runs_reused == 1 and warm.hits == warm.misses == 0  # no summary read
+    touched = files[0]
+    old = index[f"{touched}\0{touched}"]
+    touched.write_text(touched.read_text() + "\n# a comment\n")
     lint_paths([str(src)], cache=Cache.open(tmp_path / "cache", load_catalogue()))
-    index2, scans2 = _index_files(tmp_path / "cache")
-    assert sorted(scans2) == sorted(v[2] for v in index2.values())
-    assert len(set(scans) - set(scans2)) == 1  # the touched file's old scan is gone
+    new = _index(tmp_path / "cache")[f"{touched}\0{touched}"]
+    assert new[2] != old[2] and new[3] == old[2] and new[4] == old[4]
 
 
-def test_a_lost_scans_file_means_scanning_again(tmp_path: Path, monkeypatch) -> None:
+def test_files_touched_but_unchanged_are_not_parsed_again(tmp_path: Path, monkeypatch) -> None:
+    """A checkout, or a cache restored by CI, gives every file a new mtime: the index knows none of
+    them, each is read and keyed again, and the summaries its bytes had come from the cache."""
+    from cudalint.inputs import source
+
+    src = tmp_path / "proj"
+    shutil.copytree(FIXTURES / "CUD001" / "cross_module", src)
+    first = lint_paths([str(src)], cache=Cache.open(tmp_path / "cache", load_catalogue()), jobs=1)
+    files = sorted(src.rglob("*.py"))
+    for path in files:
+        st = path.stat()
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    for run in (tmp_path / "cache" / "runs").glob("*"):
+        run.unlink()  # (else the run's findings come back whole, and no summary is read)
+    parsed: list[str] = []
+    real = source.parse
+    monkeypatch.setattr(source, "parse", lambda text: parsed.append(text.path) or real(text))
+    again = Cache.open(tmp_path / "cache", load_catalogue())
+    second = lint_paths([str(src)], cache=again, jobs=1)
+    assert _findings(first) == _findings(second) and first.findings
+    assert parsed == [] and again.hits == len(files) and again.misses == 0
+    (path,) = [p for p in files if p.name == files[0].name]
+    path.write_text(path.read_text() + "\nVALUE = 1\n")
+    assert _findings(lint_paths([str(src)], cache=Cache.open(tmp_path / "cache", load_catalogue()), jobs=1)) == _findings(first)
+    assert parsed == [str(path)]
+
+
+def test_a_lost_index_means_reading_every_file_again(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(FIXTURES.parent)
     cache_dir = tmp_path / "cache"
     first = lint_paths(["fixtures/CUD001"], cache=Cache.open(cache_dir, load_catalogue()))
-    for shard in (cache_dir / "index").glob("*.scans-*"):
-        shard.write_text("{not json")
-    for run in (cache_dir / "runs").glob("*"):
-        run.unlink()  # no reuse of the whole run: the scans are needed
+    for idx in (cache_dir / "index").glob("*.idx"):
+        idx.write_text("{not json")
     again = Cache.open(cache_dir, load_catalogue())
     second = lint_paths(["fixtures/CUD001"], cache=again)
-    assert again.runs_reused == 0
     assert _findings(first) == _findings(second)
-    _, scans = _index_files(cache_dir)
-    assert scans  # written again
-
-
-def test_an_edit_that_leaves_the_scans_alone_reuses_the_selection(tmp_path: Path) -> None:
-    """A comment added to a file changes its key but not its scan: the next run takes the earlier
-    selection and reads only the scans files of the edited file's new key and old key (to drop it)."""
-    src = tmp_path / "proj"
-    shutil.copytree(FIXTURES / "CUD001" / "cross_module", src)
-    first = lint_paths([str(src)], cache=Cache.open(tmp_path / "cache", load_catalogue()))
-    assert len(list((tmp_path / "cache" / "selections").glob("*.json"))) == 1
-    touched = sorted(src.rglob("*.py"))[0]
-    touched.write_text(touched.read_text() + "\n# a comment\n")
-    again = Cache.open(tmp_path / "cache", load_catalogue())
-    second = lint_paths([str(src)], cache=again)
-    assert _findings(first) == _findings(second)
-    # (and its summary alone: the earlier findings stand, cudalint.engine.run_keys; tests/test_cutoff.py)
-    assert again.runs_reused == 1 and 1 <= again.shards_read <= 2
-    assert len(list((tmp_path / "cache" / "selections").glob("*.json"))) == 1
-
-
-def test_a_big_file_is_scanned_beside_its_summary(monkeypatch) -> None:
-    """In a serial run with a spare core, half of a big file's scan runs in a second process while
-    this one makes the other half and the summary (cudalint.engine.runner._Pool.map_scans): the findings
-    do not change."""
-    from cudalint.engine import runner
-
-    monkeypatch.chdir(FIXTURES.parent)
-    plain = lint_paths(["fixtures/CUD001", "fixtures/CUD005"], jobs=1)
-    monkeypatch.setattr(runner, "BIG_FILE_BYTES", 0)
-    beside = lint_paths(["fixtures/CUD001", "fixtures/CUD005"], jobs=2)
-    assert plain.findings and _findings(plain) == _findings(beside)
+    assert _index(cache_dir)  # written again
 
 
 def test_a_package_init_that_goes_away_changes_what_the_cache_gives(tmp_path: Path, monkeypatch) -> None:
@@ -217,12 +204,12 @@ def test_workers_write_their_entries_before_the_run_returns(tmp_path: Path) -> N
     cache = Cache.open(tmp_path / "cache", load_catalogue())
     cold = lint_paths([str(src)], cache=cache, jobs=2)
     entries = list((tmp_path / "cache" / "v1").rglob("*.json"))
-    assert cache.misses == 80 and len(entries) == 80  # every module summarized, every entry written
+    assert cache.misses == 84 and len(entries) == 84  # every module summarized (the empty `__init__.py` too), every entry written
     touched = src / "p1" / "m21.py"
     touched.write_text(touched.read_text() + "\ndef more():\n    return 1\n")
     again = Cache.open(tmp_path / "cache", load_catalogue())
     warm = lint_paths([str(src)], cache=again, jobs=2)
-    assert again.misses == 1 and again.hits == 80  # (the edited file's old summary too: compared with its new one)
+    assert again.misses == 1 and again.hits == 84  # (the edited file's old summary too: compared with its new one)
     assert _findings(cold) == _findings(warm) == _findings(lint_paths([str(src)], jobs=1))
 
 

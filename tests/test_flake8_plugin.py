@@ -137,13 +137,19 @@ def test_plugin_does_no_work_when_cud_is_not_selected(tmp_path: Path) -> None:
 
 
 def test_files_without_trigger_words_are_not_parsed(tmp_path: Path) -> None:
-    """The pre-check: a file with no catalogue word and no project import is never summarized."""
+    """The pre-check of a file flake8 hands over that the analysis made before its workers started
+    did not see (an editor's buffer on standard input): with no catalogue word and no project
+    import, it is never summarized; with one, it is."""
     (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
-    (tmp_path / "plain.py").write_text("import json\n\n\ndef f(x):\n    return json.dumps(x)\n", encoding="utf-8")
     cache = tmp_path / "cache"
-    proc = flake8(tmp_path, "--select", "CUD", "plain.py", env={"CUDALINT_CACHE_DIR": str(cache)})
-    assert proc.returncode == 0 and proc.stdout == ""
-    assert _cache_entries(cache) == []
+    plain = "import json\n\n\ndef f(x):\n    return json.dumps(x)\n"
+    for text, entries in ((plain, 0), (BAD, 1)):
+        proc = subprocess.run(
+            [sys.executable, "-m", "flake8", f"--format={FORMAT}", "--select", "CUD", "--stdin-display-name", "plain.py", "-"],
+            cwd=tmp_path, input=text, capture_output=True, text=True, env={**os.environ, "CUDALINT_CACHE_DIR": str(cache)}, timeout=300,
+        )
+        assert "Traceback" not in proc.stderr and bool(proc.stdout) == bool(entries), proc
+        assert len(_cache_entries(cache)) == entries
 
 
 def test_the_plugin_and_the_cli_share_the_summary_cache(tmp_path: Path) -> None:
@@ -154,7 +160,7 @@ def test_the_plugin_and_the_cli_share_the_summary_cache(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     expected = sorted(as_flake8(f) for f in cli_json(proj, "--cache-dir", str(cache), "."))
     before = _cache_entries(cache)
-    assert len(before) == 3  # one summary per module the prefilter keeps (cudalint.scan.select)
+    assert len(before) == len(list(proj.rglob("*.py")))  # one summary per module
     got = flake8_findings(flake8(proj, "--select", "CUD", ".", env={"CUDALINT_CACHE_DIR": str(cache)}))
     assert got == expected and len(got) >= 2
     assert _cache_entries(cache) == before

@@ -191,7 +191,7 @@ def test_from_package_import_submodule_is_the_submodule(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("module, expected", [
-    ("cudalint.core.ir", 1), ("cudalint.scan.select", 3), ("cudalint.summary.summarize", 3),
+    ("cudalint.core.ir", 1), ("cudalint.scan.importgraph", 3), ("cudalint.summary.summarize", 3),
     ("cudalint.api", 7), ("cudalint.trace.runner", 10), ("cudalint", 0), ("cudalint.safepath", 0),
 ])
 def test_layers_of_modules(module: str, expected: int) -> None:

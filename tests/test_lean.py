@@ -63,7 +63,7 @@ def test_strip_removes_the_thread_events_and_keeps_the_rest(tmp_path: Path) -> N
 
 def test_a_project_without_llama_is_analyzed_from_lean_summaries(tmp_path: Path) -> None:
     (tmp_path / "pool.py").write_text(POOL)
-    loaded = runner.load_files([str(tmp_path / "pool.py")], load_catalogue(), jobs=1, prefilter=False, run_salt=None)
+    loaded = runner.load_files([str(tmp_path / "pool.py")], load_catalogue(), jobs=1, run_salt=None)
     (mod,) = loaded.modules
     assert _kinds(mod) == {"import_lib", "return"}  # (thread_start, lock_enter, lock_exit, bind: gone)
 
@@ -103,7 +103,7 @@ def test_the_loaded_summaries_are_whole_when_a_context_exists(tmp_path: Path) ->
     src = _llama_project(tmp_path, fillers=70)
     files = sorted(str(p) for p in src.rglob("*.py"))
     for jobs in (1, 2):
-        loaded = runner.load_files(files, load_catalogue(), jobs=jobs, prefilter=False, run_salt=None)
+        loaded = runner.load_files(files, load_catalogue(), jobs=jobs, run_salt=None)
         by_name = {Path(m.path).name: m for m in loaded.modules}
         assert "llama_use" in _kinds(by_name["llm_engine.py"]), jobs
         assert {"thread_start", "lock_enter"} <= _kinds(by_name["aa_filler_001.py"]), jobs

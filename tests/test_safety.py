@@ -198,7 +198,7 @@ def test_a_link_inside_the_cache_folder_is_not_written_through(tmp_path: Path) -
     victim.mkdir()
     cache = tmp_path / ".cudalint_cache"
     cache.mkdir()
-    for name in ("v1", "index", "runs", "selections", "catalogue"):
+    for name in ("v1", "index", "runs", "catalogue"):
         os.symlink("../victim", cache / name)
     proc = _cli(["."], tmp_path)
     assert _lines(proc.stdout) == [CANARY_LINE]
@@ -300,12 +300,9 @@ def test_a_planted_catalogue_entry_hides_nothing(tmp_path: Path) -> None:
         ("v1/*/*.json", [1, 2]),
         ("v1/*/*.json", {"Event": ["init"]}),
         ("v1/*/*.json", {"_": "ModuleIR", "path": "x.py", "module": "x", "top": []}),  # (the form before 2)
-        ("*.scans-*", {"0" * 64: [1, 2, 3]}),
-        ("*.scans-*", [[], []]),
         ("*.idx", {"x": [1, 2, "nothex", 4]}),
         ("*.idx", [1]),
-        ("selections/*.json", {"chosen": 5, "broken": []}),
-        ("selections/*.json", {"chosen": [1, None], "broken": [{}]}),
+        ("*.idx", {"x": [1, 2, "0" * 64, "0" * 64, "m", "extra"]}),  # (the form with a scan's digest, before 2026-11)
         ("catalogue/*.json", {"api": 5}),
     ],
 )
@@ -331,9 +328,6 @@ def test_an_entry_of_the_wrong_shape_is_a_miss(tmp_path: Path, where: str, damag
     if not where.endswith(".run"):
         for run in _entries(cache_dir, "*.run"):
             run.unlink()
-    if where.endswith(".scans-*"):
-        for selection in _entries(cache_dir, "selections/*.json"):
-            selection.unlink()
     _load.cache_clear()
     assert _run(src, cache_dir) == plain
     _load.cache_clear()
@@ -523,27 +517,6 @@ def test_hostile_input_is_one_clear_line_and_the_run_goes_on(tmp_path: Path, nam
     assert proc.stderr == b""
     assert proc.returncode == 1
     assert sorted(_lines(out)) == sorted(expected + [CANARY_LINE])
-
-
-def test_the_split_scan_never_parses_a_big_file_twice_at_once(tmp_path: Path) -> None:
-    """A big file is scanned in two processes (runner.map_scans) only while two trees of it fit the
-    memory one file may take."""
-    from cudalint.engine import runner
-    from cudalint.inputs import source
-
-    small = tmp_path / "small.py"
-    small.write_bytes(b"x = 1\n" * (runner.BIG_FILE_BYTES // 6 + 1))
-    dense = tmp_path / "dense.py"
-    dense.write_bytes(b"x = [" + b"1," * (source.MAX_WORDS // 2 + 10) + b"]\n")
-    sparse = tmp_path / "sparse.py"
-    sparse.write_bytes(b'"""' + b"a" * (source.MAX_WORDS * 3) + b'"""\n')
-    tiny = tmp_path / "tiny.py"
-    tiny.write_bytes(b"x = 1\n")
-
-    def info(p: Path):
-        return runner.FileInfo(path=str(p), module=p.stem, is_package=False)
-
-    assert [runner._worth_splitting(info(p)) for p in (small, dense, sparse, tiny)] == [True, False, True, False]
 
 
 # ---------- --fix ----------------------------------------------------------------------------------

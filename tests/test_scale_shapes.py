@@ -11,7 +11,7 @@ from cudalint.analysis import flow
 from cudalint.analysis import facts
 from cudalint.api import lint_paths
 from cudalint.core.catalogue import load_catalogue
-from tests.test_prefilter import _all_ways, _json
+from tests.test_same_findings import _all_ways, _json
 
 _GEN = Path(__file__).resolve().parent.parent / "benchmarks" / "adversarial.py"
 
@@ -47,7 +47,7 @@ def test_generated_shapes_touched_file_same_findings(tmp_path: Path, monkeypatch
     with open(src / "adv" / "p1" / "m3.py", "a") as fh:
         fh.write("\n# a comment\n")
     touched = lint_paths(["adv"], jobs=1, cache=Cache.open(tmp_path / "c", load_catalogue()))
-    assert _json(touched) == _json(cold) == _json(lint_paths(["adv"], jobs=1, prefilter=False))
+    assert _json(touched) == _json(cold) == _json(lint_paths(["adv"], jobs=1))
 
 
 def test_each_module_top_level_walked_once(tmp_path: Path, monkeypatch) -> None:
@@ -63,7 +63,7 @@ def test_each_module_top_level_walked_once(tmp_path: Path, monkeypatch) -> None:
         return original(self, mod, block, include_main, start, exposes)
 
     monkeypatch.setattr(flow.Analyzer, "walk_root", counting)
-    lint_paths(["adv"], jobs=1, prefilter=False)
+    lint_paths(["adv"], jobs=1)
     main = [w for w in walks if w[0] == "Analyzer"]
     # once as a root (its __main__ block included) and at most once as an import
     assert len([w for w in main if w[2]]) == len({w[1] for w in main})

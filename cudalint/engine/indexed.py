@@ -26,7 +26,6 @@ class Indexed:
     keys: dict[str, str]
     known: list[FileInfo]
     todo: list[FileInfo]
-    digests: dict[str, Optional[str]]  # path -> its scan's digest (cudalint.engine.cache.scan_digest)
 
 
 def index_files(paths: Sequence[str], cache: Optional[Cache], texts: Optional[Mapping[str, str]] = None, uncached: Iterable[str] = ()) -> Indexed:
@@ -40,23 +39,22 @@ def index_files(paths: Sequence[str], cache: Optional[Cache], texts: Optional[Ma
     keys: dict[str, str] = {}
     known: list[FileInfo] = []
     todo: list[FileInfo] = []
-    digests: dict[str, Optional[str]] = {}
     for info, at in zip(infos, absolute):
-        hint = cache.known(info.path, info.module, at) if cache is not None and info.text is None else None
-        if hint is not None:
-            keys[info.path], digests[info.path] = hint
+        key = cache.lookup(info.path, info.module, at) if cache is not None and info.text is None else None
+        if key is not None:
+            keys[info.path] = key
             known.append(info)
         else:
             todo.append(info)
-    return Indexed(infos=infos, keys=keys, known=known, todo=todo, digests=digests)
+    return Indexed(infos=infos, keys=keys, known=known, todo=todo)
 
 
-def reused_run(indexed: Indexed, cache: Cache, run_salt: str, prefilter: bool) -> Optional[list[Finding]]:
+def reused_run(indexed: Indexed, cache: Cache, run_salt: str) -> Optional[list[Finding]]:
     """The findings of an earlier run over these same files, when the index knows every one of
-    them unchanged: the run needs no scan, no catalogue and no analysis (nor their imports)."""
+    them unchanged: the run needs no summary, no catalogue and no analysis (nor their imports)."""
     if indexed.todo:
         return None
-    reused = cache.get_run(run_keys.source_key(cache.salt, run_salt, prefilter, indexed.infos, indexed.keys, {}))
+    reused = cache.get_run(run_keys.source_key(cache.salt, run_salt, indexed.infos, indexed.keys, {}))
     if reused is not None:
         cache.save_index()
     return reused

@@ -1,8 +1,7 @@
 """The names of a whole run's input, under which the cache keeps what that input gave.
 
-Three names, from the cheapest to know to the most forgiving:
+Two names, the cheaper to know first:
 - the files' bytes (`source_key`): nothing changed since an earlier run, whose findings are taken;
-- the files' scans (`selection_key`): the prefilter's choice is taken and no scan is read;
 - the files' summaries (`summary_key`): an edit that left its file's summary as it was (a comment,
   a blank line) names the same input as before, so the earlier findings are taken without reading
   a summary or running the analysis. This is the "early cutoff" of build systems (Shake, Bazel):
@@ -28,15 +27,15 @@ if TYPE_CHECKING:
 _NAMES = ("utf-8", "surrogateescape")
 
 
-def _run_hash(kind: str, salt: str, run_salt: str, prefilter: bool, judged: Iterable[str]) -> "hashlib._Hash":
-    return hashlib.sha256(f"{kind}\0{salt}\0{run_salt}\0{prefilter}\0{sorted(judged)}".encode(*_NAMES))
+def _run_hash(kind: str, salt: str, run_salt: str, judged: Iterable[str]) -> "hashlib._Hash":
+    return hashlib.sha256(f"{kind}\0{salt}\0{run_salt}\0{sorted(judged)}".encode(*_NAMES))
 
 
-def source_key(salt: str, run_salt: str, prefilter: bool, infos: "Iterable[FileInfo]", keys: Mapping[str, str], problems: Mapping[str, Finding]) -> str:
+def source_key(salt: str, run_salt: str, infos: "Iterable[FileInfo]", keys: Mapping[str, str], problems: Mapping[str, Finding]) -> str:
     """Names the files' bytes. The kinds of event judged are not in it: they follow from the
     configuration (in `run_salt`) and the catalogue (in `salt`), and a run the cache answers whole
     need not work them out (cudalint.engine.indexed.reused_run)."""
-    h = _run_hash("bytes", salt, run_salt, prefilter, ())
+    h = _run_hash("bytes", salt, run_salt, ())
     for info in infos:
         # the module name too: it comes from `__init__.py` files that need not be among the inputs
         h.update(f"\0{info.path}\0{info.module}\0{keys.get(info.path, '')}".encode(*_NAMES))
@@ -48,16 +47,14 @@ def source_key(salt: str, run_salt: str, prefilter: bool, infos: "Iterable[FileI
 def summary_key(
     salt: str,
     run_salt: str,
-    prefilter: bool,
     judged: Iterable[str],
     infos: "Iterable[FileInfo]",
-    chosen: set[str],
     names: Mapping[str, Optional[str]],
     problems: Mapping[str, Finding],
 ) -> Optional[str]:
-    """What the analysis reads: each file's place, whether it was chosen and the name of the summary
-    it has (chosen, or refused by the parser: a CUD900); None when a summary has no name."""
-    h = _run_hash("summaries", salt, run_salt, prefilter, judged)
+    """What the analysis reads: each file's place and the name of its summary (or of its CUD900,
+    when the parser refused it); None when a summary has no name."""
+    h = _run_hash("summaries", salt, run_salt, judged)
     for info in infos:
         if info.path in problems:
             continue
@@ -66,23 +63,9 @@ def summary_key(
             name = names[info.path]
             if name is None:
                 return None
-        h.update(f"\0{info.path}\0{info.module}\0{info.is_package}\0{info.path in chosen}\0{name}".encode(*_NAMES))
+        h.update(f"\0{info.path}\0{info.module}\0{info.is_package}\0{name}".encode(*_NAMES))
     for path in sorted(problems):
         h.update(dumps(problems[path]))
-    return h.hexdigest()
-
-
-def selection_key(cache: "Cache", infos: "list[FileInfo]", keys: Mapping[str, str], digests: Mapping[str, Optional[str]], judged: Iterable[str]) -> Optional[str]:
-    """Names what `select` depends on: every file's path, module name and scan. None: a scan's
-    digest is unknown (a file given as text, an index entry of an older form)."""
-    h = hashlib.sha256(f"{cache.salt}\0{sorted(judged)}".encode(*_NAMES))
-    for info in infos:
-        if info.path not in keys:
-            continue  # unreadable: not in the selection either way
-        digest = digests.get(info.path)
-        if digest is None:
-            return None
-        h.update(f"\0{info.path}\0{info.module}\0{info.is_package}\0{digest}".encode(*_NAMES))
     return h.hexdigest()
 
 
@@ -97,13 +80,13 @@ def same_summary(old: Optional[Union[ModuleIR, Finding]], new: Union[ModuleIR, F
         return False
 
 
-def summary_names(cache: "Cache", infos: "list[FileInfo]", results: Mapping[str, Any], before: Mapping[str, tuple[str, str]], keys: Mapping[str, str], present: set[str], chosen: set[str], broken: set[str]) -> dict[str, Optional[str]]:
+def summary_names(cache: "Cache", infos: "list[FileInfo]", results: Mapping[str, Any], before: Mapping[str, tuple[str, str]], keys: Mapping[str, str], present: set[str]) -> dict[str, Optional[str]]:
     """path -> the name of its summary (cudalint.engine.run_keys), for the files the analysis reads.
     A file whose bytes changed keeps its old name when its new summary equals the old one."""
     names: dict[str, Optional[str]] = {}
     for info in infos:
         path = info.path
-        if path not in present or (path not in chosen and path not in broken):
+        if path not in present:
             continue
         if not info.cached:
             names[path] = None

@@ -1,5 +1,5 @@
-"""The work done in a worker process (or in-process when a run is serial): scan a file, summarize
-it; and how a chunk of that work travels back to the parent (cudalint.engine.runner).
+"""The work done in a worker process (or in-process when a run is serial): read a file, key and
+summarize it; and how a chunk of that work travels back to the parent (cudalint.engine.runner).
 """
 from __future__ import annotations
 
@@ -19,23 +19,10 @@ from cudalint.engine.gc_pause import paused_gc
 if TYPE_CHECKING:  # (imported where they are used: the runner imports this module on runs the cache answers whole)
     from cudalint.core.catalogue import Catalogue
     from cudalint.core.ir import ModuleIR
-    from cudalint.scan.scanner import Scan
 
 
 def _read(info: FileInfo) -> Union[bytes, Finding]:
     return info.text if info.text is not None else source.read_bytes(info.path)
-
-
-# the places in `_scan_raw` of what scan_tree(calls=True) adds: top_kinds, top_targets,
-# code_targets, table, names, defs
-_CALLS_FIELDS = (3, 4, 5, 7, 8, 10)
-
-
-def _scan_raw(s: "Scan") -> list:
-    return [
-        list(s.kinds), s.may_stop, list(s.imports), list(s.top_kinds), list(s.top_targets), list(s.code_targets), list(s.func_imports),
-        list(s.table), dict(s.names), list(s.stars), dict(s.defs), dict(s.stops), s.syntax_ok,
-    ]
 
 
 def _catalogue(ctx: Union[Catalogue, tuple[str, ...]], cache_dir: Optional[str] = None) -> Catalogue:
@@ -48,18 +35,11 @@ def _catalogue(ctx: Union[Catalogue, tuple[str, ...]], cache_dir: Optional[str] 
     return ctx if isinstance(ctx, Catalogue) else load_catalogue(ctx, cache_dir=Path(cache_dir) if cache_dir is not None else None)
 
 
-def _scan_task(
-    item: tuple[FileInfo, str],
-    extra,
-    judged: tuple[str, ...] = (),
-    cache_dir: Optional[str] = None,
-    calls: bool = True,
-    stops: bool = True,
-) -> tuple[str, str, Any, Optional[tuple[int, int]], Any]:
-    """(path, key, scan, stamp, summary). A file `select` will surely choose (its own effects are
-    judged), or probably will (`likely_selected`), is summarized right here from the scan's syntax
-    tree: one parse instead of two.
-    `calls`/`stops`: which halves of the scan to make (cudalint.scan.scanner.scan_tree)."""
+def _first_task(item: tuple[FileInfo, str], extra, cache_dir: Optional[str] = None) -> tuple[str, str, Optional[tuple[int, int]], Any, bool]:
+    """(path, key, stamp, summary or CUD900 finding, whether it was made here) of a file the cache's
+    index does not know unchanged; key "": it cannot be read (the finding says why). Every file is
+    summarized: on every fetched tree the summaries a selection spared were fewer than the scan
+    that chose them cost (cudalint.engine.runner)."""
     info, salt = item[0], item[1]  # (item[2]: keep its summary whole, read by `_run`)
     try:
         st = os.stat(info.path)
@@ -70,36 +50,24 @@ def _scan_task(
     if not isinstance(data, Finding):
         data = source.too_big(info.path, data) or data
     if isinstance(data, Finding):
-        return info.path, "", data, None, None
-    from cudalint.scan.scanner import scan_tree
-    from cudalint.scan.select import likely_selected, surely_selected
-
+        return info.path, "", None, data, False
     key = Cache.make_key(salt, info.path, info.module, data)
-    catalogue = _catalogue(extra, cache_dir)
-    # (a function of 600 `elif ... raise` arms nests its stop formula 600 deep)
-    found, tree = _deep(lambda: scan_tree(data, catalogue, info.module, info.is_package, calls=calls, stops=stops))
-    summary = None
-    # (the scan parsed the bytes with every line end made `\n`; CPython's tokenizer makes `\r\n` and
-    # `\r` that before it parses, so the tree is the one the file's own bytes give, positions and
-    # string values included: a project written on Windows was parsed twice)
-    wanted = judged and (surely_selected(found.kinds, judged) or likely_selected(found.kinds, found.imports, info.module))
-    if tree is not None and wanted:
-        summary = _summary_of_tree(info, key, salt, data, tree, catalogue, cache_dir)
-    return info.path, key, _scan_raw(found), stamp, summary
+    if cache_dir is not None and info.cached:
+        # bytes summarized before under another stamp (a checkout, a cache restored by CI: every
+        # file's mtime is new): their entry, instead of a parse
+        from pathlib import Path
 
-
-def _summary_of_tree(info: FileInfo, key: str, salt: str, data: bytes, tree, catalogue: Catalogue, cache_dir: Optional[str]) -> Any:
-    from cudalint.summary.from_bytes import summarize_tree
-
-    src = source.decode(info.path, data)
-    result = src if isinstance(src, Finding) else summarize_tree(info.path, src.text, tree, info.module, info.is_package, catalogue)
-    return _deliver(info, key, salt, result, cache_dir)
+        hit = _deep(lambda: Cache(directory=Path(cache_dir), salt=salt).get(key))
+        if hit is not None:
+            return info.path, key, stamp, hit, False
+    result = summarize_bytes(info.path, data, info.module, info.is_package, _catalogue(extra, cache_dir))
+    return info.path, key, stamp, _deliver(info, key, salt, result, cache_dir), True
 
 
 # In a pool worker: the cache entries it made, written by a thread of its own while the worker has
 # no chunk to work on (`start_worker`). Encoding a summary and writing it is an eighth of a worker's
 # time on transformers; at the end of pass 1 one worker finishes before the other, and the parent
-# selects, unpacks and analyzes alone (a fifth of the run) while both would idle. None: write at
+# unpacks and analyzes alone (a fifth of the run) while both would idle. None: write at
 # once (in-process runs, flake8's workers).
 _LATER: "Optional[queue.SimpleQueue]" = None
 _IDLE = threading.Event()  # set while the worker has no chunk to work on
@@ -149,8 +117,8 @@ def start_worker(folder: str) -> None:
     Finalize(None, _write_rest, args=(_LATER, writer), exitpriority=10)
 
 
-# the writer thread's niceness: its writes yield the cores to the parent's selection and analysis,
-# which wait for nothing it does (vllm: selection 1.54 -> 0.93 s, the run 29.5 -> 28.0 s)
+# the writer thread's niceness: its writes yield the cores to the parent's analysis, which waits for
+# nothing it does (vllm, when the parent also made a selection: 1.54 -> 0.93 s, the run 29.5 -> 28.0 s)
 _WRITER_NICE = 10
 
 
@@ -181,18 +149,16 @@ def _write_rest(later: "queue.SimpleQueue", writer: threading.Thread) -> None:
     writer.join()
 
 
-def _summary_task(item: tuple[FileInfo, str, bool, str], extra, cache_dir: Optional[str]) -> tuple[str, Any, bool]:
-    """(path, summary or CUD900 finding, whether the bytes changed since pass 1 read them); None:
-    a skipped file that parses after all (it changed). The summary is cached under the key of the
-    bytes it was made from, never under pass 1's key for other bytes."""
-    info, key, want, salt = item
+def _summary_task(item: tuple[FileInfo, str, str], extra, cache_dir: Optional[str]) -> tuple[str, Any, bool]:
+    """(path, summary or CUD900 finding, whether the bytes changed since the index recorded `key`) of
+    a file whose summary the cache should have held. The summary is cached under the key of the bytes
+    it was made from, never under the recorded key for other bytes."""
+    info, key, salt = item
     data = _read(info)
     if isinstance(data, Finding):
         return info.path, data, True
     now = Cache.make_key(salt, info.path, info.module, data)
     result = summarize_bytes(info.path, data, info.module, info.is_package, _catalogue(extra, cache_dir))
-    if not isinstance(result, Finding) and not want:
-        return info.path, None, now != key
     return info.path, _deliver(info, now, salt, result, cache_dir), now != key
 
 
@@ -221,8 +187,8 @@ def _run(fn_name: str, fn: Callable, items: list, extra: tuple[str, ...], kwargs
 
     with paused_gc():
         results = [fn(item, extra, **kwargs) for item in items]
-        if fn_name == "_scan_task":
-            # the early summaries stay bytes until the selection is made (`load_files`): one pickle for the
+        if fn_name == "_first_task":
+            # the summaries stay bytes until the parent takes them (`load_files`): one pickle for the
             # chunk's, which share their strings and positions (cudalint.summary.summarize._SHARED);
             # stripped of the thread model's events here (cudalint.engine.lean), unless the summary makes a
             # llama.cpp context or the parent keeps it whole (item[2]): on vllm the parent stripped and
@@ -231,7 +197,7 @@ def _run(fn_name: str, fn: Callable, items: list, extra: tuple[str, ...], kwargs
 
             made, stripped = [], []
             for item, r in zip(items, results):
-                summary = r[4]
+                summary = r[3]
                 if type(summary) is ModuleIR:
                     lean = summary if summary.makes_llama or (len(item) > 2 and item[2]) else _deep(lambda: strip(summary))
                     made.append(lean)
@@ -239,12 +205,12 @@ def _run(fn_name: str, fn: Callable, items: list, extra: tuple[str, ...], kwargs
             if made:
                 blob = _deep(lambda: pickle.dumps(made, protocol=pickle.HIGHEST_PROTOCOL))
                 at = iter(range(len(made)))
-                results = [(*r[:4], (blob, (i := next(at)), stripped[i])) if type(r[4]) is ModuleIR else r for r in results]
+                results = [(*r[:3], (blob, (i := next(at)), stripped[i]), r[4]) if type(r[3]) is ModuleIR else r for r in results]
         return _deep(lambda: pickle.dumps(results, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def _unpacker() -> Callable[[Any], Any]:
-    """An early summary as `_run_chunk` packed it ((its chunk's pickle, its place)) made an object,
+    """A pass-1 summary as `_run_chunk` packed it ((its chunk's pickle, its place)) made an object,
     each chunk's pickle loaded once; an object stays itself."""
     import pickle
 
