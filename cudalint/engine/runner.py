@@ -155,8 +155,8 @@ def _load(
     summarized = 0
     unpack = _unpacker()
     for info in infos:
-        if info.path in problems or info.path not in keys:
-            continue
+        if info.path not in keys:
+            continue  # (it cannot be read: `problems` says why)
         if info.path in made:
             value = made.pop(info.path)  # (an object was made lean as it arrived, above)
             if type(value) is tuple:  # (from a worker, which stripped it unless told not to: value[2])
