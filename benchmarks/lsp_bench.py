@@ -92,7 +92,7 @@ async def measure(corpus: Path, rel: str, edits: int, cache_dir: str) -> dict:
 
     # a statement typed at the top level (what the file may do and call is unchanged), then removed
     latencies = await series(lambda i: text + (f"\n_cudalint_bench_{i} = {i}\n" if i % 2 == 0 else ""))
-    # a new function each time: what the file defines changes, so the project's selection is redone
+    # a new function each time: what the file defines changes, so its summary does, and the project is judged again
     changed = await series(lambda i: text + f"\n\ndef _cudalint_bench_{i}():\n    return {i}\n")
     memory = peak_mb(client._server.pid)  # the server process pygls started
     await client.shutdown_async(None)
@@ -120,7 +120,7 @@ def main() -> None:
     print(f"  after an edit: median {median * 1000:.0f} ms (target <= 200 ms), worst {lat[-1] * 1000:.0f} ms")
     changed = sorted(got["changed"])
     print(
-        f"  after an edit that defines something new (selection redone): median {statistics.median(changed) * 1000:.0f} ms, "
+        f"  after an edit that defines something new (its summary changes): median {statistics.median(changed) * 1000:.0f} ms, "
         f"worst {changed[-1] * 1000:.0f} ms"
     )
     print(f"  server peak memory (VmHWM): {got['memory']:.0f} MB (target < 300 MB)")
