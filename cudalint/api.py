@@ -160,27 +160,16 @@ def _lint_files(
         reused = reused_run(indexed, cache, run_salt)
         if reused is not None:
             return LintResult(findings=tuple(reused), files=count)
-    from cudalint.analysis.flow import Analyzer
     from cudalint.engine import runner
-    from cudalint.checks import build_checks, build_derive, build_sparse, init_keys, project_checks, watched
-    from cudalint.core.deep import call_roomy
     from cudalint.core.catalogue import load_catalogue
-    from cudalint.core.ir import ModuleIR
-    from cudalint.core.project import Project
-    from cudalint.engine.heap import give_back_free_memory
 
     if catalogue is None:
         catalogue = load_catalogue(config.extend_catalogue, cache_dir=cache.directory if cache is not None else None)
-    checks = build_checks(catalogue, config.enabled, config.target_version)
-    judged = set(checks)
-    if config.enabled("CUD003"):
-        judged.add("init")  # project_checks: modules that initialize CUDA when imported
     loaded = runner.load_files(
         py_files,
         catalogue,
         cache=cache,
         jobs=jobs,
-        judged=tuple(sorted(judged)),
         extend_catalogue=config.extend_catalogue,
         run_salt=run_salt,
         cutoff=not notebook_files,  # (the reused findings would need the notebooks' cells mapped)
@@ -196,6 +185,15 @@ def _lint_files(
             if cache is not None and loaded.run_key:
                 cache.put_run(loaded.run_key, kept)
             return LintResult(findings=tuple(kept), files=count)
+        # (imported only now: an edit that left every summary as it was ends the run above)
+        from cudalint.analysis.flow import Analyzer
+        from cudalint.checks import build_checks, build_derive, build_sparse, init_keys, project_checks, watched
+        from cudalint.core.deep import call_roomy
+        from cudalint.core.ir import ModuleIR
+        from cudalint.core.project import Project
+        from cudalint.engine.heap import give_back_free_memory
+
+        checks = build_checks(catalogue, config.enabled, config.target_version)
         findings.extend(loaded.problems)
         modules.extend(loaded.modules)
         for path in notebook_files:

@@ -282,3 +282,16 @@ def test_a_run_the_cache_answers_whole_imports_no_analysis(tmp_path: Path) -> No
     assert cold_code == warm_code == "1" and runs[0].stdout == runs[1].stdout and json.loads(runs[1].stdout)
     assert "'cudalint.analysis.flow'" in cold_mods and "'cudalint.core.catalogue'" in cold_mods
     assert warm_mods == "[]"
+    # a comment added: the file is summarized again, its summary is the one it had, and the earlier
+    # findings stand (cudalint.engine.run_keys.summary_key) before the checks or the analysis are
+    # imported (as text: JSON proves each finding's fix, which lints the fixed file again)
+    # (a project without notebooks: the findings of one would need its cells mapped again)
+    shutil.copytree(FIXTURES / "CUD001" / "cross_module", tmp_path / "plain")
+    text = args[:-3] + ["plain"]
+    before = subprocess.run(text, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    edited = sorted((tmp_path / "plain").rglob("*.py"))[0]
+    edited.write_text(edited.read_text() + "\n# a comment\n")
+    cut = subprocess.run(text, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    code, mods = cut.stderr.strip().split(" ", 1)
+    assert code == "1" and cut.stdout == before.stdout and "CUD001" in cut.stdout
+    assert "'cudalint.summary.summarize'" in mods and not any(f"'{m}" in mods for m in ("cudalint.analysis", "cudalint.checks")), mods

@@ -27,15 +27,15 @@ if TYPE_CHECKING:
 _NAMES = ("utf-8", "surrogateescape")
 
 
-def _run_hash(kind: str, salt: str, run_salt: str, judged: Iterable[str]) -> "hashlib._Hash":
-    return hashlib.sha256(f"{kind}\0{salt}\0{run_salt}\0{sorted(judged)}".encode(*_NAMES))
+def _run_hash(kind: str, salt: str, run_salt: str) -> "hashlib._Hash":
+    return hashlib.sha256(f"{kind}\0{salt}\0{run_salt}".encode(*_NAMES))
 
 
 def source_key(salt: str, run_salt: str, infos: "Iterable[FileInfo]", keys: Mapping[str, str], problems: Mapping[str, Finding]) -> str:
-    """Names the files' bytes. The kinds of event judged are not in it: they follow from the
-    configuration (in `run_salt`) and the catalogue (in `salt`), and a run the cache answers whole
-    need not work them out (cudalint.engine.indexed.reused_run)."""
-    h = _run_hash("bytes", salt, run_salt, ())
+    """Names the files' bytes. What the checks judge follows from the configuration (in `run_salt`)
+    and the catalogue (in `salt`), and a run the cache answers whole need not work it out
+    (cudalint.engine.indexed.reused_run)."""
+    h = _run_hash("bytes", salt, run_salt)
     for info in infos:
         # the module name too: it comes from `__init__.py` files that need not be among the inputs
         h.update(f"\0{info.path}\0{info.module}\0{keys.get(info.path, '')}".encode(*_NAMES))
@@ -47,14 +47,13 @@ def source_key(salt: str, run_salt: str, infos: "Iterable[FileInfo]", keys: Mapp
 def summary_key(
     salt: str,
     run_salt: str,
-    judged: Iterable[str],
     infos: "Iterable[FileInfo]",
     names: Mapping[str, Optional[str]],
     problems: Mapping[str, Finding],
 ) -> Optional[str]:
     """What the analysis reads: each file's place and the name of its summary (or of its CUD900,
     when the parser refused it); None when a summary has no name."""
-    h = _run_hash("summaries", salt, run_salt, judged)
+    h = _run_hash("summaries", salt, run_salt)
     for info in infos:
         if info.path in problems:
             continue

@@ -73,7 +73,6 @@ def load_files(
     catalogue: Catalogue,
     cache: Optional[Cache] = None,
     jobs: Optional[int] = None,
-    judged: Iterable[str] = ("env_write",),
     extend_catalogue: Sequence[str] = (),
     run_salt: Optional[str] = None,
     cutoff: bool = True,
@@ -81,8 +80,8 @@ def load_files(
 ) -> Loaded:
     """Summaries of `paths` (module IR) and their CUD900 findings.
 
-    `run_salt` names everything else the run's findings depend on (the configuration, and so the
-    `judged` kinds, which follow from it and the catalogue the cache's salt names); with a cache, a
+    `run_salt` names everything else the run's findings depend on (the configuration; the catalogue
+    is in the cache's salt); with a cache, a
     run over unchanged files with the same salt returns the earlier findings (`reused`). None: the
     findings depend on more than these files, so nothing is reused. `cutoff`: an edit that leaves
     every summary as it was may reuse them too (cudalint.engine.run_keys), before the files' own
@@ -92,7 +91,7 @@ def load_files(
     jobs = default_jobs() if jobs is None else max(1, jobs)
     pool = _Pool(jobs if len(indexed.infos) >= PARALLEL_MIN_FILES else 1, tuple(extend_catalogue), catalogue)
     try:
-        loaded = _load(pool, indexed, catalogue, cache, judged, run_salt, cutoff)
+        loaded = _load(pool, indexed, catalogue, cache, run_salt, cutoff)
     finally:
         settle = pool.close()
     loaded.settle = settle
@@ -104,7 +103,6 @@ def _load(
     indexed: Indexed,
     catalogue: Catalogue,
     cache: Optional[Cache],
-    judged: Iterable[str],
     run_salt: Optional[str],
     cutoff: bool,
 ) -> Loaded:
@@ -182,7 +180,7 @@ def _load(
     cut_key = ""
     if cache is not None and cutoff and run_salt is not None and run_key:
         names = run_keys.summary_names(cache, infos, results, before, keys, present)
-        cut_key = run_keys.summary_key(salt, run_salt, judged, infos, names, problems) or ""
+        cut_key = run_keys.summary_key(salt, run_salt, infos, names, problems) or ""
         reused = cache.get_run(cut_key) if cut_key else None
         if reused is not None:
             cache.save_index()
