@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 
 from cudalint.api import lint_paths
@@ -211,6 +212,26 @@ def test_workers_write_their_entries_before_the_run_returns(tmp_path: Path) -> N
     warm = lint_paths([str(src)], cache=again, jobs=2)
     assert again.misses == 1 and again.hits == 84  # (the edited file's old summary too: compared with its new one)
     assert _findings(cold) == _findings(warm) == _findings(lint_paths([str(src)], jobs=1))
+
+
+def test_workers_are_forked_only_while_no_other_thread_runs() -> None:
+    """A fork copies the locks other threads hold (the language server runs several): spawned then.
+    (A fresh interpreter for the first half: this test process may run threads of its own.)"""
+    import subprocess
+    import threading
+
+    from cudalint.engine import runner
+
+    alone = subprocess.run([sys.executable, "-c", "from cudalint.engine import runner; print(runner._start_method())"], capture_output=True, text=True, timeout=60)
+    assert alone.stdout.strip() == ("fork" if sys.platform.startswith("linux") else "spawn")
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert runner._start_method() == "spawn"
+    finally:
+        stop.set()
+        other.join()
 
 
 def test_a_worker_writes_its_entries_only_while_it_is_idle(monkeypatch) -> None:
