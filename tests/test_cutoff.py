@@ -107,8 +107,8 @@ def test_a_line_noqa_changes_the_summary_and_the_findings(tmp_path: Path) -> Non
     assert second == _plain(src) == [line for line in first if not line.startswith("workers.py")]
 
 
-def test_a_file_the_prefilter_newly_chooses_is_analyzed(tmp_path: Path) -> None:
-    """A file that was skipped before and is chosen now (its scan changed) changes the run's input."""
+def test_a_file_that_gains_an_effect_is_analyzed(tmp_path: Path) -> None:
+    """A file that did nothing the checks judge and now writes the environment changes the run's input."""
     src = _project(tmp_path)
     (src / "late.py").write_text("import os\n\nX = 1\n")
     first, _ = _run(src, tmp_path / "c")
@@ -129,7 +129,7 @@ def test_a_planted_summary_name_is_a_miss(tmp_path: Path) -> None:
     first, _ = _run(src, tmp_path / "c")
     (idx,) = (tmp_path / "c" / "index").glob("*.idx")
     index = json.loads(idx.read_bytes().partition(b"\n")[2])
-    forged = {k: v[:4] + ["not a key"] for k, v in index.items()}
+    forged = {k: v[:3] + ["not a key"] + v[4:] for k, v in index.items()}  # (the summary name)
     cache_files.write(tmp_path / "c", idx.relative_to(tmp_path / "c").as_posix(), json.dumps(forged).encode())
     (src / "workers.py").write_text(WORKERS.replace("set_device(i)", "set_device(0)"))
     second, cache = _run(src, tmp_path / "c")

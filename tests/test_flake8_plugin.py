@@ -120,7 +120,7 @@ def test_columns_match_the_cli_text_output(tmp_path: Path) -> None:
 
 
 def _cache_entries(directory: Path) -> list[Path]:
-    """The summaries in a cache (the parsed catalogue and the selections sit beside them)."""
+    """The summaries in a cache (the parsed catalogue and the run results sit beside them)."""
     return sorted((directory / "v1").rglob("*.json")) if (directory / "v1").exists() else []
 
 

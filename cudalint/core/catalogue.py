@@ -78,8 +78,8 @@ EFFECT_FIELDS = {
     # CUD008: the call answers whether or how many GPUs there are
     "gpu_presence": bool,
 }
-# `runtime_state` describes the call's answer, not an effect: it is no event kind (the prefilter reads
-# `effects` only) and no file needs judging for it
+# `runtime_state` describes the call's answer, not an effect: it is no event kind, and no file needs
+# judging for it
 API_FIELDS = {"name", "kind", "init", "note", "evidence", "match", "unless", "library", "runtime_state"} | set(EFFECT_FIELDS)
 ENV_FIELDS = {"name", "frozen_by", "also_frozen_by", "reader", "rule", "note", "evidence", "library"}
 
