@@ -189,7 +189,6 @@ def _lint_files(
         from cudalint.analysis.flow import Analyzer
         from cudalint.checks import build_checks, build_derive, build_sparse, init_keys, project_checks, watched
         from cudalint.core.deep import call_roomy
-        from cudalint.core.ir import ModuleIR
         from cudalint.core.project import Project
         from cudalint.engine.heap import give_back_free_memory
 

@@ -79,14 +79,14 @@ def same_summary(old: Optional[Union[ModuleIR, Finding]], new: Union[ModuleIR, F
         return False
 
 
-def summary_names(cache: "Cache", infos: "list[FileInfo]", results: Mapping[str, Any], before: Mapping[str, tuple[str, str]], keys: Mapping[str, str], present: set[str]) -> dict[str, Optional[str]]:
+def summary_names(cache: "Cache", infos: "list[FileInfo]", results: Mapping[str, Any], before: Mapping[str, tuple[str, str]], keys: Mapping[str, str]) -> dict[str, Optional[str]]:
     """path -> the name of its summary (cudalint.engine.run_keys), for the files the analysis reads.
     A file whose bytes changed keeps its old name when its new summary equals the old one."""
     names: dict[str, Optional[str]] = {}
     for info in infos:
         path = info.path
-        if path not in present:
-            continue
+        if path not in keys:
+            continue  # (it cannot be read)
         if not info.cached:
             names[path] = None
             continue

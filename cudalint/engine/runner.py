@@ -173,13 +173,12 @@ def _load(
         else:
             work.append((info, keys[info.path], salt))
     del unpack
-    present = set(keys)
     fresh = [i for i in stored if i.path in before]  # compared with their old summaries below
     keep = lambda path, value: lean(path, value, hold=path in before)  # noqa: E731
     run_key, summarized = _summarize(pool, cache, fresh, work, keys, salt, results, run_key, summarized, cache_dir, keep)
     cut_key = ""
     if cache is not None and cutoff and run_salt is not None and run_key:
-        names = run_keys.summary_names(cache, infos, results, before, keys, present)
+        names = run_keys.summary_names(cache, infos, results, before, keys)
         cut_key = run_keys.summary_key(salt, run_salt, infos, names, problems) or ""
         reused = cache.get_run(cut_key) if cut_key else None
         if reused is not None:

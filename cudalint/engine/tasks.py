@@ -55,9 +55,7 @@ def _first_task(item: tuple[FileInfo, str], extra, cache_dir: Optional[str] = No
     if cache_dir is not None and info.cached:
         # bytes summarized before under another stamp (a checkout, a cache restored by CI: every
         # file's mtime is new): their entry, instead of a parse
-        from pathlib import Path
-
-        hit = _deep(lambda: Cache(directory=Path(cache_dir), salt=salt).get(key))
+        hit = _deep(lambda: _cache(cache_dir, salt).get(key))
         if hit is not None:
             return info.path, key, stamp, hit, False
     result = summarize_bytes(info.path, data, info.module, info.is_package, _catalogue(extra, cache_dir))
@@ -87,10 +85,15 @@ def _deliver(info: FileInfo, key: str, salt: str, result: Union[ModuleIR, Findin
     return result
 
 
-def _write(cache_dir: str, salt: str, key: str, result: Union[ModuleIR, Finding]) -> None:
+def _cache(cache_dir: str, salt: str) -> Cache:
+    """The run's cache, as a worker (which has its folder and salt, not the object) opens it."""
     from pathlib import Path
 
-    _deep(lambda: Cache(directory=Path(cache_dir), salt=salt).put(key, result))
+    return Cache(directory=Path(cache_dir), salt=salt)
+
+
+def _write(cache_dir: str, salt: str, key: str, result: Union[ModuleIR, Finding]) -> None:
+    _deep(lambda: _cache(cache_dir, salt).put(key, result))
 
 
 def start_worker(folder: str) -> None:
