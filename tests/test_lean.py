@@ -166,3 +166,109 @@ def test_the_shared_texts_and_positions_stay_bounded_in_a_long_lived_process(mon
     assert 0 < max(sizes) <= 4 + 2 * events  # at most one summary's own entries past the bound
     assert again == _summarize_bytes("pool.py", data + b"\n" * 4, "pool", False, catalogue) and first.top == again.top
     summarize._SHARED.clear()
+
+
+def test_the_language_servers_memory_keeps_each_summary_as_the_last_analysis_used_it(tmp_path: Path, monkeypatch) -> None:
+    """cudalint.server.engine.MemoryCache: after the first analysis (worker processes) every summary
+    stays in memory as it was analyzed, stripped while no module makes a llama.cpp context; an edit
+    takes them from there, not from the files, and strips nothing again. A buffer that makes a
+    context needs them whole: they come from the files, and the findings are a fresh run's each time."""
+    from cudalint.api import lint_files
+    from cudalint.inputs.config import Config
+    from cudalint.server.engine import Project
+
+    src = _llama_project(tmp_path, fillers=70)
+    maker = src / "backend" / "load_llm.py"
+    engine = src / "backend" / "llm_engine.py"
+    files = sorted(str(p) for p in src.rglob("*.py"))
+    no_context = maker.read_text().replace("Llama(", "dict(")
+    catalogue = load_catalogue()
+
+    def fresh(texts: dict[str, str]) -> list[str]:
+        found = lint_files(files, Config(), catalogue, texts=texts, jobs=1).findings
+        return sorted(_lines_of(f) for f in found if f.path in texts)
+
+    def served(texts: dict[str, str]) -> list[str]:
+        return sorted(_lines_of(f) for found in project.analyze(texts).values() for f in found)
+
+    project = Project(src, cache_dir=tmp_path / "c")
+    texts = {str(maker): no_context, str(engine): engine.read_text()}
+    assert served(texts) == fresh(texts)  # (workers: the first analysis)
+    memory = project.cache()._memory
+    filler = project.cache().key(str(src / "aa_filler_001.py"), "aa_filler_001", POOL.encode())
+    assert memory[filler][1] is True and not _kinds(memory[filler][0]) & THREAD_ONLY
+    misses, hits = project.cache().misses, project.cache().hits
+    from cudalint.engine import lean
+
+    stripped: list[str] = []
+    monkeypatch.setattr(lean, "strip", lambda summary: stripped.append(summary.path) or strip(summary))
+    texts[str(engine)] += "\nimport os\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'\n"
+    edited = served(texts)
+    # every unchanged file's summary from memory, as lean as it was: the edited buffer alone is
+    # summarized; the open buffers go through pass 1 (the unchanged one from the files' cache,
+    # stripped) every time
+    assert project.cache().misses == misses + 1 and project.cache().hits == hits + len(files) - 1
+    assert sorted(Path(p).name for p in stripped) == ["llm_engine.py", "load_llm.py"]
+    assert edited == fresh(texts)
+    # the buffer makes a context again: the thread events are needed, whole summaries from the files
+    texts[str(maker)] = maker.read_text()
+    with_context = served(texts)
+    assert with_context == fresh(texts) and any(" CUD101 " in line for line in with_context)
+    assert memory[filler][1] is False and {"thread_start", "lock_enter"} <= _kinds(memory[filler][0])
+    # and gone again (with an edit of its own: the same buffers as before are an earlier run's findings)
+    texts[str(maker)] = no_context + "\nimport os\nos.environ['CUDA_VISIBLE_DEVICES'] = '2'\n"
+    stripped.clear()
+    without = served(texts)
+    assert "aa_filler_001.py" in {Path(p).name for p in stripped}  # the whole ones in memory: stripped for this run
+    assert without == fresh(texts) and not any(" CUD101 " in line for line in without)
+    assert memory[filler][1] is True
+
+
+def _lines_of(f) -> str:
+    return f"{Path(f.path).name}:{f.line}:{f.column}: {f.code} {f.message}"
+
+
+def test_the_language_servers_memory_is_bounded_oldest_first(tmp_path: Path, monkeypatch) -> None:
+    from cudalint.server import engine
+
+    monkeypatch.setattr(engine, "MEMORY_ENTRIES", 2)
+    cache = engine.MemoryCache(directory=tmp_path, salt="s")
+    one, two, three = (_summarize_bytes(f"m{i}.py", f"x = {i}\n".encode(), f"m{i}", False, load_catalogue()) for i in range(3))
+    cache.keep("a", one, True)
+    cache.keep("b", two, True)
+    cache.keep("a", one, False)  # (kept again: nothing else goes)
+    assert cache.kept("a") == (one, False) and cache.kept("b") == (two, True)
+    cache.keep("c", three, True)
+    assert list(cache._memory) == ["b", "c"]  # the oldest went
+    assert cache.kept("a") is None and cache.hits == 2
+
+
+def test_a_summary_of_bytes_edited_during_the_run_is_not_kept_under_the_old_key(tmp_path: Path, monkeypatch) -> None:
+    """A file edited between pass 0 (its stamp, its key) and its reading: the run's findings stand for
+    no one input, and its summary, made from the new bytes, must not answer the old key in memory."""
+    from cudalint.server.engine import MemoryCache
+
+    catalogue = load_catalogue()
+    src = tmp_path / "proj"
+    src.mkdir()
+    for name in ("a", "b"):
+        (src / f"{name}.py").write_text(f"import os\n\nos.environ['CUDA_VISIBLE_DEVICES'] = '{name}'\n")
+    files = sorted(str(p) for p in src.glob("*.py"))
+    cache = MemoryCache(directory=tmp_path / "c", salt=Cache.open(tmp_path / "c", catalogue).salt)
+    runner.load_files(files, catalogue, cache=cache, jobs=1, run_salt=None)
+    a = str(src / "a.py")
+    old = cache.key(a, "a", (src / "a.py").read_bytes())
+    assert cache.kept(old) is not None
+    del cache._memory[old]  # (neither in memory nor in the files: summarized again, from what is there now)
+    (tmp_path / "c" / Cache._file(old)).unlink()
+    real = runner._summary_task
+
+    def edited_meanwhile(item, extra, cache_dir):
+        (src / "a.py").write_text("import os\n\nos.environ['CUDA_VISIBLE_DEVICES'] = 'edited'\n")
+        return real(item, extra, cache_dir)
+
+    monkeypatch.setattr(runner, "_summary_task", edited_meanwhile)
+    loaded = runner.load_files(files, catalogue, cache=cache, jobs=1, run_salt="r")
+    assert loaded.run_key == ""
+    assert cache.kept(old) is None
+    assert cache.kept(cache.key(str(src / "b.py"), "b", (src / "b.py").read_bytes())) is not None

@@ -122,6 +122,17 @@ class Cache:
             return  # an IR nested too deeply for json: the cache is an optimization, never a failure
         cache_files.write(self.directory, self._file(key), payload)
 
+    def kept(self, key: str) -> Optional[tuple[Union[ModuleIR, Finding], bool]]:
+        """The summary `key` as an earlier run of this process analyzed it, and whether it went
+        through cudalint.engine.lean (then it has no thread events, and may lack some the whole one
+        has): a long-lived process keeps them (the language server's MemoryCache); the files hold
+        whole summaries only."""
+        return None
+
+    def keep(self, key: str, value: ModuleIR, stripped: bool) -> None:
+        """`value`, the summary `key` as this run analyzed it, for a later run of this process (see
+        `kept`); nothing to do for the files."""
+
     # ---------- the index: path -> (mtime_ns, size, key), like ruff's mtime check ---------------
     # An unchanged stat stands for unchanged bytes, so a warm run hashes nothing; a mismatch falls
     # back to reading and hashing the file. The index only names keys: entries stay content-keyed.

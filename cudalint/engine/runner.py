@@ -175,7 +175,17 @@ def _load(
     del unpack
     fresh = [i for i in stored if i.path in before]  # compared with their old summaries below
     keep = lambda path, value: lean(path, value, hold=path in before)  # noqa: E731
-    run_key, summarized = _summarize(pool, cache, fresh, work, keys, salt, results, run_key, summarized, cache_dir, keep)
+    moved: set[str] = set()  # summarized from bytes other than those its key names (edited meanwhile)
+
+    def held(info: FileInfo) -> Any:
+        # the summary as this process's last run analyzed it (the language server's), as lean as
+        # this run wants it; a stripped one is no use once a module makes a llama.cpp context
+        got = cache.kept(keys[info.path]) if cache is not None and info.path not in before else None
+        if got is None or (got[1] and not lean.on):
+            return None
+        return lean(info.path, got[0], stripped=got[1])
+
+    run_key, summarized = _summarize(pool, cache, fresh, work, keys, salt, results, run_key, summarized, cache_dir, moved, keep, held)
     cut_key = ""
     if cache is not None and cutoff and run_salt is not None and run_key:
         names = run_keys.summary_names(cache, infos, results, before, keys)
@@ -185,7 +195,7 @@ def _load(
             cache.save_index()
             return Loaded(modules=[], problems=[], run_key=run_key, reused=reused, summary_key=cut_key, cut=True)
     rest = [i for i in stored if i.path not in results]
-    run_key, summarized = _summarize(pool, cache, rest, [], keys, salt, results, run_key, summarized, cache_dir, keep)
+    run_key, summarized = _summarize(pool, cache, rest, [], keys, salt, results, run_key, summarized, cache_dir, moved, keep, held)
     # (compared whole with their earlier summaries above; now as lean as the others)
     for path in before:
         if path in results:
@@ -198,7 +208,7 @@ def _load(
         stored_again = [i for i in whole if cache is not None and i.cached]
         work_again = [(i, keys[i.path], salt) for i in whole if not (cache is not None and i.cached)]
         hits = cache.hits if cache is not None else 0
-        run_key, _ = _summarize(pool, cache, stored_again, work_again, keys, salt, results, run_key, 0, cache_dir)
+        run_key, _ = _summarize(pool, cache, stored_again, work_again, keys, salt, results, run_key, 0, cache_dir, moved)
         if cache is not None:
             cache.hits = hits  # (mostly this run's own entries, read again: no earlier run's work)
     modules: list[ModuleIR] = []
@@ -214,15 +224,39 @@ def _load(
             modules.append(value)
     if cache is not None:
         cache.save_index()
+        # for this process's next run (`held`): while no module makes a context every summary went
+        # through `lean` (one with no thread events to strip too: marked so, it is not walked again)
+        for info in infos:
+            value = results.get(info.path)
+            if type(value) is ModuleIR and info.cached and info.path not in moved:
+                cache.keep(keys[info.path], value, lean.on)
     return Loaded(modules=modules, problems=out_problems, summarized=summarized, run_key=run_key, summary_key=cut_key)
 
 
-def _summarize(pool: "_Pool", cache: Optional[Cache], stored: list[FileInfo], work: list, keys: dict[str, str], salt: str, results: dict[str, Any], run_key: str, summarized: int, cache_dir: Optional[str], keep: Callable[[str, Any], Any] = lambda _path, value: value) -> tuple[str, int]:
-    """Into `results`: the summaries of `stored` from the cache (or made again), and of `work`, as
-    `keep` makes them (cudalint.engine.lean). Returns the run key ("" when a file changed while this
-    run read it) and the count made."""
+def _summarize(
+    pool: "_Pool",
+    cache: Optional[Cache],
+    stored: list[FileInfo],
+    work: list,
+    keys: dict[str, str],
+    salt: str,
+    results: dict[str, Any],
+    run_key: str,
+    summarized: int,
+    cache_dir: Optional[str],
+    moved: set[str],
+    keep: Callable[[str, Any], Any] = lambda _path, value: value,
+    held: Callable[[FileInfo], Any] = lambda _info: None,
+) -> tuple[str, int]:
+    """Into `results`: the summaries of `stored` as `held` has them, else from the cache (or made
+    again), and of `work`, as `keep` makes them (cudalint.engine.lean). Returns the run key ("" when
+    a file changed while this run read it: its path goes into `moved`) and the count made."""
     work = list(work)
     for info in stored:
+        value = held(info)
+        if value is not None:
+            results[info.path] = value
+            continue
         # the same entries as cudalint.api.load_module (and so the flake8 plugin) reads and writes
         hit = _deep(lambda: cache.get(keys[info.path])) if cache is not None else None
         if hit is not None:
@@ -232,6 +266,7 @@ def _summarize(pool: "_Pool", cache: Optional[Cache], stored: list[FileInfo], wo
     for path, result, changed in pool.map(_summary_task, work, cache_dir=cache_dir):
         if changed:  # edited while this run read it: these findings stand for no one input
             run_key = ""
+            moved.add(path)
         results[path] = keep(path, result)
         summarized += 1
     return run_key, summarized
