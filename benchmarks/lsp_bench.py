@@ -36,7 +36,11 @@ def peak_mb(pid: int) -> float:
     return float("nan")
 
 
-async def measure(corpus: Path, rel: str, edits: int, cache_dir: str) -> dict:
+KEYSTROKES = 5  # edits of a typing burst
+TYPING_GAP = 0.15  # seconds between them (a keystroke every 150 ms)
+
+
+async def measure(corpus: Path, rel: str, edits: int, bursts: int, cache_dir: str) -> dict:
     from lsprotocol import types
     from pygls.lsp.client import LanguageClient
 
@@ -99,11 +103,29 @@ async def measure(corpus: Path, rel: str, edits: int, cache_dir: str) -> dict:
     latencies = await series(lambda i: text + (f"\n_cudalint_bench_{i} = {i}\n" if i % 2 == 0 else ""))
     # a new function each time: what the file defines changes, so its summary does, and the project is judged again
     changed = await series(lambda i: text + f"\n\ndef _cudalint_bench_{i}():\n    return {i}\n")
+
+    # typing: `KEYSTROKES` edits `TYPING_GAP` apart, each changing the summary, timed from the last one
+    # to its diagnostics (an analysis still running for an earlier one delays it)
+    typed = []
+    for b in range(bursts):
+        for k in range(KEYSTROKES):
+            version += 1
+            sent = time.perf_counter()
+            client.text_document_did_change(
+                types.DidChangeTextDocumentParams(
+                    text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                    content_changes=[types.TextDocumentContentChangeWholeDocument(text=text + f"\n_cudalint_typed_{b} = {k}\n")],
+                )
+            )
+            if k < KEYSTROKES - 1:
+                await asyncio.sleep(TYPING_GAP)
+        typed.append(await answer(version, sent))
+        await asyncio.sleep(0.1)
     memory = peak_mb(client._server.pid)  # the server process pygls started
     await client.shutdown_async(None)
     client.exit(None)
     await client.stop()
-    return {"cold": cold, "first_edit": first_edit[0], "latencies": latencies, "changed": changed, "memory": memory, "findings": counts.get(1, 0)}
+    return {"cold": cold, "first_edit": first_edit[0], "latencies": latencies, "changed": changed, "typed": typed, "memory": memory, "findings": counts.get(1, 0)}
 
 
 def main() -> None:
@@ -111,13 +133,14 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--file", default=DEFAULT_FILE)
     parser.add_argument("--edits", type=int, default=20)
+    parser.add_argument("--bursts", type=int, default=3, help="typing bursts, timed from their last edit")
     args = parser.parse_args()
     if not (args.corpus / args.file).is_file():
         print(f"lsp_bench: {args.corpus / args.file} not found; pass --corpus and --file", file=sys.stderr)
         sys.exit(2)
     files = sum(1 for _ in args.corpus.rglob("*.py"))
     with tempfile.TemporaryDirectory(prefix="cudalint-lsp-bench-") as cache_dir:
-        got = asyncio.run(measure(args.corpus, args.file, args.edits, cache_dir))
+        got = asyncio.run(measure(args.corpus, args.file, args.edits, args.bursts, cache_dir))
     lat = sorted(got["latencies"])
     median = statistics.median(lat)
     print(f"language server on {args.corpus} ({files} .py files), {args.file} open, {len(lat)} edits")
@@ -129,6 +152,12 @@ def main() -> None:
         f"  after an edit that defines something new (its summary changes): median {statistics.median(changed) * 1000:.0f} ms, "
         f"worst {changed[-1] * 1000:.0f} ms"
     )
+    if got["typed"]:
+        typed = sorted(got["typed"])
+        print(
+            f"  after typing ({KEYSTROKES} edits {TYPING_GAP * 1000:.0f} ms apart), from the last edit: median "
+            f"{statistics.median(typed) * 1000:.0f} ms, worst {typed[-1] * 1000:.0f} ms ({len(typed)} bursts)"
+        )
     print(f"  server peak memory (VmHWM): {got['memory']:.0f} MB (target < 300 MB)")
 
 

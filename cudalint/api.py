@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Iterable, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 from cudalint.inputs import source
 from cudalint.inputs.config import Config
@@ -115,6 +115,7 @@ def lint_files(
     texts: Optional[Mapping[str, str]] = None,
     noqa: bool = True,
     jobs: Optional[int] = None,
+    cancelled: Optional[Callable[[], bool]] = None,
 ) -> LintResult:
     """Lint `files` together. `catalogue`: None loads `config`'s when the run needs it (not when the
     cache answers it whole).
@@ -123,12 +124,13 @@ def lint_files(
     cached). `texts`: contents already read (the flake8 plugin's file) instead of reading them.
     `noqa=False` leaves `# noqa` to the caller (flake8 applies its own).
     `jobs`: worker processes for the .py files read from disk (default: the usable cores; 1 = in
-    this process).
+    this process). `cancelled`: asked between the analysis's walks; True ends the run with
+    cudalint.analysis.flow.Cancelled (the language server, when a newer edit waits).
     """
     from cudalint.engine.gc_pause import paused_gc
 
     with paused_gc():  # (until the run's summaries are freed: _lint_files has returned)
-        return _lint_files(files, config, catalogue, extra, cache, overlay, texts, noqa, jobs)
+        return _lint_files(files, config, catalogue, extra, cache, overlay, texts, noqa, jobs, cancelled)
 
 
 def _lint_files(
@@ -141,6 +143,7 @@ def _lint_files(
     texts: Optional[Mapping[str, str]],
     noqa: bool,
     jobs: Optional[int],
+    cancelled: Optional[Callable[[], bool]],
 ) -> LintResult:
     from cudalint.engine.indexed import index_files, reused_run
     from cudalint.engine.serialize import encode
@@ -208,13 +211,13 @@ def _lint_files(
         project = Project(modules)
         give_back_free_memory(len(modules))  # (the analysis makes the run's peak)
         derive, imports, sparse = build_derive(config.target_version, catalogue), watched.import_keys(catalogue), build_sparse(catalogue)
-        analyzer = Analyzer(project, checks, init_keys, derive=derive, imports=imports, sparse=sparse)
+        analyzer = Analyzer(project, checks, init_keys, derive=derive, imports=imports, sparse=sparse, cancelled=cancelled)
         try:
             findings.extend(analyzer.run())
         except RecursionError:  # deeply nested control flow: once more with a deep stack
             from cudalint.core.deep import call_deep
 
-            analyzer = Analyzer(project, checks, init_keys, derive=derive, imports=imports, sparse=sparse)
+            analyzer = Analyzer(project, checks, init_keys, derive=derive, imports=imports, sparse=sparse, cancelled=cancelled)
             findings.extend(call_deep(analyzer.run))
         # (CUD003 walks each imported module's top level through the calls it makes: a chain of calls
         # across 4,000 generated modules exceeded the default stack there too)

@@ -26,8 +26,9 @@ CUD001_MESSAGE = (
 
 
 class Session:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, args: tuple[str, ...] = ()):
         self.root = root
+        self.args = args  # more of `cudalint server`'s options
         self.client = LanguageClient("cudalint-test", "1")
         self.published: list[types.PublishDiagnosticsParams] = []
         self.messages: list[str] = []
@@ -43,7 +44,7 @@ class Session:
 
     async def start(self) -> None:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        await self.client.start_io(sys.executable, "-m", "cudalint", "server", cwd=str(self.root), env=env)
+        await self.client.start_io(sys.executable, "-m", "cudalint", "server", *self.args, cwd=str(self.root), env=env)
         await self.client.initialize_async(
             types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=self.root.as_uri(), process_id=os.getpid())
         )
@@ -85,9 +86,9 @@ class Session:
         raise AssertionError(f"no diagnostics for {name}; got {[(p.uri, p.version, len(p.diagnostics)) for p in self.published]}")
 
 
-def run(root: Path, body) -> None:
+def run(root: Path, body, args: tuple[str, ...] = ()) -> None:
     async def main() -> None:
-        session = Session(root)
+        session = Session(root, args)
         await session.start()
         try:
             await asyncio.wait_for(body(session), 300)
@@ -217,3 +218,60 @@ def test_closing_a_document_clears_its_diagnostics(project: Path) -> None:
         assert s.published[-1].uri == s.uri("t.py") and list(s.published[-1].diagnostics) == []
 
     run(project, body)
+
+
+def _chain(root: Path, modules: int) -> None:
+    """A package of `modules` modules, each importing the next and calling it at its top level: an
+    analysis with an empty cache that takes a good part of a second (worker processes, summaries)."""
+    (root / "pyproject.toml").write_text('[project]\nname = "demo"\n', encoding="utf-8")
+    (root / "t.py").write_text(BAD, encoding="utf-8")
+    for i in range(modules):
+        nxt = f"from m{i + 1:03d} import step as after\n" if i + 1 < modules else "def after():\n    return 0\n"
+        (root / f"m{i:03d}.py").write_text(f"import os\n{nxt}\n\ndef step():\n    os.environ.get('RANK')\n    return after()\n\n\nstep()\n")
+
+
+def test_an_analysis_under_way_stops_when_a_newer_edit_of_its_project_arrives(tmp_path: Path) -> None:
+    """The first analysis (an empty cache: worker processes summarize 150 modules) is still under way
+    when the edit arrives: it stops, says so in the log, publishes nothing, and the edited text is
+    analyzed next."""
+    _chain(tmp_path, 150)
+    log = tmp_path / "server.log"
+
+    async def body(s: Session) -> None:
+        s.open("t.py")
+        await asyncio.sleep(0.15)  # (past the debounce: the analysis of version 1 has begun)
+        fixed = 'import os\n\nos.environ["CUDA_VISIBLE_DEVICES"] = "1"\nimport torch\n\ntorch.cuda.is_available()\n'
+        last = s.change("t.py", fixed)
+        assert await s.diagnostics("t.py", lambda p: p.version == last) == []
+        assert [p.version for p in s.published if p.uri == s.uri("t.py")] == [last]
+        s.change("t.py", BAD)
+        (d,) = await s.diagnostics("t.py", lambda p: p.version == last + 1)
+        assert d.code == "CUD001"
+        assert s.messages == []  # (a stop, not a failure)
+
+    run(tmp_path, body, ("--log-file", str(log)))
+    assert f"analysis of {tmp_path} cancelled: a newer edit is waiting" in log.read_text()
+
+
+def test_a_cancelled_analysis_leaves_nothing_a_later_one_would_take(tmp_path: Path) -> None:
+    """cudalint.server.engine.Project.analyze stopped between two walks (`cancelled`), at the first and
+    at the 40th: the same buffers analyzed again give a fresh run's findings, not a reused partial one."""
+    from cudalint.analysis.flow import Cancelled
+    from cudalint.api import lint_files
+    from cudalint.core.catalogue import load_catalogue
+    from cudalint.inputs.config import Config
+    from cudalint.server.engine import Project
+
+    _chain(tmp_path, 80)
+    texts = {str(tmp_path / "t.py"): BAD + "\n# edited\n", str(tmp_path / "m000.py"): (tmp_path / "m000.py").read_text()}
+    files = sorted(str(p) for p in tmp_path.glob("*.py"))
+    fresh = sorted((f.path, f.line, f.code, f.message) for f in lint_files(files, Config(), load_catalogue(), texts=texts, jobs=1).findings if f.path in texts)
+    assert fresh and fresh[0][2] == "CUD001"
+    project = Project(tmp_path, cache_dir=tmp_path / "c")
+    for stop_at in (1, 40):
+        asked = []
+        with pytest.raises(Cancelled):
+            project.analyze(texts, cancelled=lambda: asked.append(1) or len(asked) >= stop_at)
+        assert len(asked) == stop_at
+    served = project.analyze(texts)
+    assert sorted((f.path, f.line, f.code, f.message) for found in served.values() for f in found) == fresh

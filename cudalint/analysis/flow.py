@@ -36,6 +36,11 @@ class Summary:
 
 EMPTY = Summary(out={}, exposed=())
 
+
+class Cancelled(Exception):
+    """The caller no longer wants this analysis (the language server: a newer edit of the project is
+    waiting); raised between two walks, leaving nothing half-written: the analysis writes nothing."""
+
 # A check judges an event given the facts that hold before it:
 # check(analyzer, exposed_event, lookup, prefix_steps) -> Finding | None
 # The finding is at the event's own location, and its code depends on the event only (not on the
@@ -70,8 +75,10 @@ class Analyzer:
         derive: Optional[dict[str, list[Derive]]] = None,
         imports: Optional[frozenset[str]] = None,
         sparse: Optional[dict[str, tuple[Callable[[Event], bool], str, Callable[[Event], object]]]] = None,
+        cancelled: Optional[Callable[[], bool]] = None,
     ):
         self.project = project
+        self.cancelled = cancelled  # asked before each walk: True ends the run (`Cancelled`)
         self.imports = imports  # the "import:<module>" facts worth making (cudalint.checks.watched); None: all
         # kind -> (which events of it no check judges, the one fact their derivations depend on, what
         # else they depend on): cudalint.checks.fork.sparse_events
@@ -114,6 +121,8 @@ class Analyzer:
         return list(self.findings.values())
 
     def walk_root(self, mod: ModuleIR, block: Block, include_main: bool, start: Optional[dict] = None, exposes: bool = True) -> Summary:
+        if self.cancelled is not None and self.cancelled():
+            raise Cancelled
         w = _Walk(mod=mod, include_main=include_main, out=Outbox(self.sparse), exposes=exposes)
         end = self.block(block, start or {}, w)
         return Summary(out=join([end] + w.returns), exposed=tuple(w.out.entries))

@@ -12,7 +12,7 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Optional, Union
+from typing import Callable, Mapping, Optional, Union
 
 from cudalint.engine.cache import Cache
 from cudalint.core.findings import Finding
@@ -146,8 +146,9 @@ class Project:
         self._files = None
 
     # ---- analysis ----
-    def analyze(self, texts: Mapping[str, str]) -> dict[str, list[Finding]]:
-        """Findings by (absolute) path for the open documents `texts` (path -> buffer text)."""
+    def analyze(self, texts: Mapping[str, str], cancelled: Optional[Callable[[], bool]] = None) -> dict[str, list[Finding]]:
+        """Findings by (absolute) path for the open documents `texts` (path -> buffer text).
+        `cancelled`: asked between the analysis's walks; True ends it (cudalint.analysis.flow.Cancelled)."""
         from cudalint.api import lint_files
 
         with self._lock:
@@ -158,7 +159,7 @@ class Project:
             # the first analysis summarizes the whole project: worker processes; later ones re-summarize
             # a buffer or two, which a process pool would only slow down
             jobs = None if not self._warm else 1
-            result = lint_files(files, settings.config, self.catalogue(), cache=self.cache(), texts=dict(texts), jobs=jobs)
+            result = lint_files(files, settings.config, self.catalogue(), cache=self.cache(), texts=dict(texts), jobs=jobs, cancelled=cancelled)
             self._warm = True
             by_path: dict[str, list[Finding]] = {os.path.normpath(p): [] for p in texts}
             for f in result.findings:

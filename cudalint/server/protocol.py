@@ -3,8 +3,8 @@
 The message loop only records what the editor says (open, change, save, close) and hands the
 affected project to one analysis thread. That thread waits until the edits pause (`debounce`),
 analyzes the project with every open buffer in place, and publishes diagnostics for the open
-documents of that project, unless a newer edit arrived meanwhile: then the result is stale, is
-dropped, and the analysis runs again with the newer text. Diagnostics are sent from the message
+documents of that project, unless a newer edit arrived meanwhile: then the analysis stops where it
+is (or its result, if it was done, is dropped), and it runs again with the newer text. Diagnostics are sent from the message
 loop's own thread (`call_soon_threadsafe`), never written from the worker.
 """
 from __future__ import annotations
@@ -22,6 +22,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from cudalint import __version__
+from cudalint.analysis.flow import Cancelled
 from cudalint.core.findings import Finding
 from cudalint.server.convert import diagnostic, path_to_uri, text_edits, uri_to_path
 from cudalint.server.engine import Project, Projects
@@ -75,7 +76,12 @@ class Worker:
             for project in projects:
                 docs = self.server.docs_of(project)
                 try:
-                    by_path = project.analyze({d.path: d.text for d in docs})
+                    # (a newer edit of this project, queued meanwhile, ends this analysis: on vllm one
+                    # takes 1.5-3 s, and typing waited for the one under way before its own began)
+                    by_path = project.analyze({d.path: d.text for d in docs}, cancelled=lambda p=project: id(p) in self.dirty)
+                except Cancelled:
+                    log.info("analysis of %s cancelled: a newer edit is waiting", project.root)
+                    continue
                 except Exception as exc:  # never take the server down: say it in the log and the editor
                     log.exception("analysis failed")
                     self.server.notify_error(f"cudalint: analysis failed: {type(exc).__name__}: {exc}")
