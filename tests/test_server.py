@@ -254,8 +254,9 @@ def test_an_analysis_under_way_stops_when_a_newer_edit_of_its_project_arrives(tm
 
 
 def test_a_cancelled_analysis_leaves_nothing_a_later_one_would_take(tmp_path: Path) -> None:
-    """cudalint.server.engine.Project.analyze stopped between two walks (`cancelled`), at the first and
-    at the 40th: the same buffers analyzed again give a fresh run's findings, not a reused partial one."""
+    """cudalint.server.engine.Project.analyze stopped between two walks (`cancelled`), at the first, at
+    the 40th and at the last (one of CUD003's, after the flow analysis): the same buffers analyzed
+    again give a fresh run's findings, not a reused partial one."""
     from cudalint.analysis.flow import Cancelled
     from cudalint.api import lint_files
     from cudalint.core.catalogue import load_catalogue
@@ -267,8 +268,22 @@ def test_a_cancelled_analysis_leaves_nothing_a_later_one_would_take(tmp_path: Pa
     files = sorted(str(p) for p in tmp_path.glob("*.py"))
     fresh = sorted((f.path, f.line, f.code, f.message) for f in lint_files(files, Config(), load_catalogue(), texts=texts, jobs=1).findings if f.path in texts)
     assert fresh and fresh[0][2] == "CUD001"
+    from cudalint.checks import import_time
+
+    walks: list[int] = []
+    before_cud003: list[int] = []
+    real_check = import_time.check
+
+    def counted(analyzer):
+        before_cud003.append(len(walks))
+        return real_check(analyzer)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(import_time, "check", counted)
+        Project(tmp_path, cache_dir=tmp_path / "count").analyze(texts, cancelled=lambda: walks.append(1) and False)
+    assert before_cud003 and len(walks) > before_cud003[0]  # (CUD003's own walks are asked too)
     project = Project(tmp_path, cache_dir=tmp_path / "c")
-    for stop_at in (1, 40):
+    for stop_at in (1, 40, len(walks)):
         asked = []
         with pytest.raises(Cancelled):
             project.analyze(texts, cancelled=lambda: asked.append(1) or len(asked) >= stop_at)

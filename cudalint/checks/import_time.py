@@ -74,7 +74,7 @@ def check(analyzer: Analyzer) -> list[Finding]:
     importers = analyzer.project.importers()
     if not importers:
         return []
-    own = _OwnTopLevel(analyzer.project, {}, analyzer.init_keys, derive=analyzer.derive, imports=analyzer.imports)
+    own = _OwnTopLevel(analyzer.project, {}, analyzer.init_keys, derive=analyzer.derive, imports=analyzer.imports, cancelled=analyzer.cancelled)
     findings = []
     parents: dict = {}
     for mod in sorted(analyzer.project.modules, key=lambda m: m.path):
