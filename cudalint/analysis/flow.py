@@ -41,6 +41,7 @@ class Cancelled(Exception):
     """The caller no longer wants this analysis (the language server: a newer edit of the project is
     waiting); raised between two walks, leaving nothing half-written: the analysis writes nothing."""
 
+
 # A check judges an event given the facts that hold before it:
 # check(analyzer, exposed_event, lookup, prefix_steps) -> Finding | None
 # The finding is at the event's own location, and its code depends on the event only (not on the
