@@ -1,7 +1,6 @@
 """The `cudalint` command (options named and behaving as ruff's `ruff check` where both have one)."""
 from __future__ import annotations
 
-import os
 import sys
 from typing import Optional
 

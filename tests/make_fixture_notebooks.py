@@ -1,5 +1,5 @@
 """Write the notebook fixtures (nbformat 4.5 JSON, as Jupyter saves them): run from the repository root."""
-import json, sys
+import json
 
 def save(path, cells):
     out = []

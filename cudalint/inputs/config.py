@@ -1,7 +1,7 @@
 """What a run is asked to do: which rules, which files, which extra catalogues, which Python."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from pygls.lsp.server import LanguageServer
 from cudalint import __version__
 from cudalint.analysis.flow import Cancelled
 from cudalint.core.findings import Finding
-from cudalint.server.convert import diagnostic, text_edits, uri_to_path
+from cudalint.server.convert import diagnostic, uri_to_path
 from cudalint.server.engine import Project, Projects
 
 log = logging.getLogger("cudalint.server")

@@ -18,7 +18,7 @@ text (`CUDA_VISIBLE_DEVICES=0`) carries no numbering and makes no event.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional, Union
+from typing import TYPE_CHECKING, Optional
 
 import ast
 import re

@@ -9,8 +9,6 @@ Importing this package imports nothing else, so the traced child starts quickly.
 """
 from __future__ import annotations
 
-import sys
-
 TYPE_CHECKING = False  # importing typing here would cost the traced program's start-up
 
 

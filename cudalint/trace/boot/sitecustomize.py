@@ -20,7 +20,7 @@ def _cudalint_trace() -> None:
             root = config.split("\n")[2]
             sys.path.insert(0, root)
             try:
-                from cudalint.trace import children
+                from cudalint.trace import children  # noqa: F401 (loaded while the root is on sys.path)
                 from cudalint.trace import child_start
             finally:
                 if sys.path and sys.path[0] == root:
