@@ -46,8 +46,12 @@ def _returns_with_data(mod: ModuleIR) -> int:
     return sum(1 for body in bodies for ev in iter_events(body) if ev.kind == "return" and ev.data)
 
 
+def _line(f) -> str:
+    return f"{Path(f.path).name}:{f.line}:{f.column}: {f.code} {f.message}"
+
+
 def _lines(result) -> list[str]:
-    return [f"{Path(f.path).name}:{f.line}:{f.column}: {f.code} {f.message}" for f in result.findings]
+    return [_line(f) for f in result.findings]
 
 
 def test_strip_removes_the_thread_events_and_keeps_the_rest(tmp_path: Path) -> None:
@@ -186,10 +190,10 @@ def test_the_language_servers_memory_keeps_each_summary_as_the_last_analysis_use
 
     def fresh(texts: dict[str, str]) -> list[str]:
         found = lint_files(files, Config(), catalogue, texts=texts, jobs=1).findings
-        return sorted(_lines_of(f) for f in found if f.path in texts)
+        return sorted(_line(f) for f in found if f.path in texts)
 
     def served(texts: dict[str, str]) -> list[str]:
-        return sorted(_lines_of(f) for found in project.analyze(texts).values() for f in found)
+        return sorted(_line(f) for found in project.analyze(texts).values() for f in found)
 
     project = Project(src, cache_dir=tmp_path / "c")
     texts = {str(maker): no_context, str(engine): engine.read_text()}
@@ -222,10 +226,6 @@ def test_the_language_servers_memory_keeps_each_summary_as_the_last_analysis_use
     assert "aa_filler_001.py" in {Path(p).name for p in stripped}  # the whole ones in memory: stripped for this run
     assert without == fresh(texts) and not any(" CUD101 " in line for line in without)
     assert memory[filler][1] is True
-
-
-def _lines_of(f) -> str:
-    return f"{Path(f.path).name}:{f.line}:{f.column}: {f.code} {f.message}"
 
 
 def test_the_language_servers_memory_is_bounded_oldest_first(tmp_path: Path, monkeypatch) -> None:
