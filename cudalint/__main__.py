@@ -1,4 +1,4 @@
-from cudalint.entry import main
+from cudalint.entry import run
 
 if __name__ == "__main__":
-    main()
+    run()

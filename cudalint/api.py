@@ -248,9 +248,9 @@ def _lint_files(
 
 def _fingerprints(paths: Sequence[str]) -> str:
     """The bytes of the files that go around the runner (notebooks), for the whole-run cache key."""
-    import hashlib
+    from cudalint.digest import hasher
 
-    h = hashlib.sha256()
+    h = hasher()
     for path in paths:
         data = source.read_bytes(path)
         h.update(path.encode("utf-8", "surrogateescape") + b"\0" + (data if isinstance(data, bytes) else b"?"))

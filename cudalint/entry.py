@@ -4,6 +4,7 @@ lint command (cudalint.quick_args), everything else to click's CLI.
 Kept apart from cudalint.cli so that neither a traced program's start-up nor a warm run pays for
 importing click.
 """
+import os
 import sys
 
 from cudalint.safepath import trust_sys_path
@@ -28,3 +29,37 @@ def main(argv: "list[str] | None" = None) -> None:
     from cudalint.cli import main as cli_main
 
     cli_main(args)
+
+
+def run() -> None:
+    """The process's entry (the console script, `python -m cudalint`): `main()`, then the exit.
+
+    When the run left nothing for the interpreter's exit to do (no `atexit` callback, no other
+    thread), the process ends at once after flushing its streams: tearing down the modules and
+    freeing what the run made took 6 ms of a 48 ms warm run on lightning and 9 of a touched one.
+    A run that started workers (multiprocessing registers a callback), is measured by coverage.py,
+    or holds a thread, exits the usual way. `main()` itself always raises SystemExit, for callers
+    that go on afterwards (tests, other tools)."""
+    try:
+        main()
+    except SystemExit as exc:
+        code = exc.code
+        if type(code) is not int or not 0 <= code <= 255 or not _nothing_left_to_do():
+            raise
+        try:  # (the reports flush what they write; a message written some other way may not have been)
+            for stream in (sys.stdout, sys.stderr):
+                if stream is not None:
+                    stream.flush()
+        except BaseException:
+            raise exc from None  # (a closed pipe: the interpreter's own exit handles it, as before)
+        os._exit(code)
+
+
+def _nothing_left_to_do() -> bool:
+    import atexit
+
+    callbacks = getattr(atexit, "_ncallbacks", None)  # (CPython's; elsewhere: exit the usual way)
+    if callbacks is None or callbacks() != 0:
+        return False
+    threading = sys.modules.get("threading")
+    return threading is None or threading.active_count() == 1

@@ -309,3 +309,48 @@ def test_github_annotations_point_at_the_notebooks_own_line(tmp_path: Path) -> N
     lines = (tmp_path / "nb.ipynb").read_text().splitlines()
     target = next(i for i, t in enumerate(lines, 1) if 'os.environ[\\"CUDA_VISIBLE_DEVICES\\"]' in t)
     assert proc.stdout.startswith(f"::error file=nb.ipynb,line={target},endLine={target},title=CUD001::cell 4, line 2: CUD001 ")
+
+
+# cudalint.entry.run: a module-level object whose finalizer prints (the interpreter's teardown
+# would run it), then the entry; `setup` decides what the process holds when the run ends
+_EXIT_DRIVER = """
+import sys
+class Torn:
+    def __del__(self):
+        sys.stderr.write("torn down\\n")
+held = Torn()
+{setup}
+from cudalint.entry import run
+sys.argv[0] = "cudalint"
+run()
+"""
+
+
+@pytest.mark.parametrize(
+    "setup,torn",
+    [
+        ("", False),  # nothing left to do: the process ends at once after its streams are flushed
+        ("import atexit; atexit.register(lambda: sys.stderr.write('atexit ran\\n'))", True),
+        ("import threading, time; threading.Thread(target=lambda: (time.sleep(0.3), sys.stderr.write('thread done\\n'))).start()", True),
+    ],
+)
+def test_the_console_entry_ends_at_once_only_when_nothing_is_left(bad: Path, setup: str, torn: bool) -> None:
+    """`cudalint.entry.run` skips the interpreter's teardown (6-9 ms of a warm run) only when no
+    atexit callback and no other thread is left; the report, flushed first, and the exit status are
+    those of `main()`. A warm run (a cold one starts workers, and multiprocessing registers a
+    callback) of a report of 80 findings, more than a pipe's buffer."""
+    for i in range(1, 80):
+        (bad / f"t{i}.py").write_text(BAD, encoding="utf-8")
+    args = ("--cache-dir", str(bad / "c"), "--format", "json", ".")
+    want = cudalint(bad, *args)
+    driver = [sys.executable, "-c", _EXIT_DRIVER.format(setup=setup), *args]
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    env["PYTHONPATH"] = str(ROOT)
+    got = subprocess.run(driver, cwd=bad, capture_output=True, text=True, env=env, timeout=300)
+    assert got.returncode == want.returncode == 1
+    assert got.stdout == want.stdout and len(json.loads(got.stdout)) == 80 and len(got.stdout) > 65536
+    assert ("torn down" in got.stderr) is torn, got.stderr
+    assert ("atexit ran" in got.stderr) is ("atexit" in setup)
+    assert ("thread done" in got.stderr) is ("thread" in setup)
+    missing = subprocess.run([*driver[:3], "nowhere.py"], cwd=bad, capture_output=True, text=True, env=env, timeout=300)
+    assert missing.returncode == 2 and missing.stderr.splitlines()[0] == "cudalint: nowhere.py: no such file or directory"

@@ -263,7 +263,7 @@ def test_an_index_key_that_names_a_path_outside_the_cache_is_refused(tmp_path: P
         if signed:
             _sign(cache_dir, idx, forged)
         else:
-            idx.write_bytes(b"cudalint-cache-1 " + b"0" * 64 + b"\n" + json.dumps(forged).encode())
+            idx.write_bytes(b"cudalint-cache-2 " + b"0" * 64 + b"\n" + json.dumps(forged).encode())
         for run in _entries(cache_dir, "*.run"):
             run.unlink()
         assert _run(src, cache_dir) == plain
@@ -276,15 +276,13 @@ def test_a_planted_catalogue_entry_hides_nothing(tmp_path: Path) -> None:
     plain = _run(src, None)
     assert [f["code"] for f in plain] == ["CUD001", "CUD001"]
     (cache_dir / "catalogue").mkdir(parents=True)
-    from cudalint.core.catalogue import catalogue_files, _load
+    from cudalint.core.catalogue import _load, _parsed_file, catalogue_files
 
     for toml in catalogue_files():
         # the name cudalint would look for, with content that empties the library
         planted = {"library": {"name": toml.stem, "import_roots": [toml.stem]}}
-        import hashlib
-
-        name = f"{hashlib.sha256(toml.read_bytes()).hexdigest()[:32]}.json"
-        (cache_dir / "catalogue" / name).write_text(json.dumps(planted))
+        name = _parsed_file(toml.read_bytes())
+        (cache_dir / name).write_text(json.dumps(planted))
     _load.cache_clear()
     assert _run(src, cache_dir) == plain
     _load.cache_clear()

@@ -20,8 +20,6 @@ cudalint reports, make it write outside the folder, or stop a run. So every entr
 """
 from __future__ import annotations
 
-import hashlib
-import hmac
 import itertools
 import json
 import os
@@ -31,9 +29,10 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from cudalint.core.sized_read import read_upto
+from cudalint.digest import hasher, same, signature
 
 MAX_ENTRY_BYTES = 512 * 1024 * 1024
-_HEADER = b"cudalint-cache-1 "
+_HEADER = b"cudalint-cache-2 "
 _HEX = re.compile(r"[0-9a-f]{16,64}\Z")
 _KEY_ENV = "CUDALINT_CACHE_KEY"
 
@@ -51,7 +50,7 @@ def secret() -> Optional[bytes]:
     """This machine's signing key (see the module doc); None when it can be neither read nor made."""
     env = os.environ.get(_KEY_ENV)
     if env:
-        return hashlib.sha256(env.encode("utf-8", "surrogateescape")).digest()
+        return hasher(env.encode("utf-8", "surrogateescape")).digest()
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     path = os.path.join(base, "cudalint", "key")
     if path not in _secret_memo:
@@ -102,7 +101,7 @@ def usable_root(directory: Path) -> Optional[Path]:
 
 
 def _mac(key: bytes, name: str, payload: bytes) -> bytes:
-    return hmac.new(key, name.encode("utf-8", "surrogateescape") + b"\0" + payload, hashlib.sha256).hexdigest().encode()
+    return signature(key, name.encode("utf-8", "surrogateescape") + b"\0" + payload)
 
 
 def read(root: Path, name: str, parse: Callable[[bytes], Any] = json.loads) -> Optional[Any]:
@@ -128,7 +127,7 @@ def read(root: Path, name: str, parse: Callable[[bytes], Any] = json.loads) -> O
     head, sep, payload = data.partition(b"\n")
     if not sep or not head.startswith(_HEADER) or len(data) > MAX_ENTRY_BYTES:
         return None
-    if not hmac.compare_digest(head[len(_HEADER):], _mac(key, name, payload)):
+    if not same(head[len(_HEADER):], _mac(key, name, payload)):
         return None
     try:
         return parse(payload)

@@ -6,7 +6,6 @@ documented in `rules/catalogue/README.md`.
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import json
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -15,6 +14,7 @@ from typing import Any, Iterable, Mapping, Optional
 
 # CatalogueError and catalogue_files live where a run that needs no catalogue can reach them cheaply
 from cudalint.core.catalogue_source import CatalogueError, catalogue_files, digest_of, read_sources  # noqa: F401
+from cudalint.digest import hex_digest
 
 INIT_LEVELS = ("driver", "context", "none", "lazy")
 KINDS = ("call", "method", "import", "probe", "attribute", "env_read")
@@ -393,7 +393,7 @@ def _load(extra: tuple[str, ...], cache_dir: Optional[str] = None) -> Catalogue:
 
 
 def _parsed_file(data: bytes) -> str:
-    return f"catalogue/{hashlib.sha256(data).hexdigest()[:32]}.json"
+    return f"catalogue/{hex_digest(data)[:32]}.json"
 
 
 def _parsed_cached(data: bytes, cache_dir: Optional[str]) -> Optional[dict]:

@@ -7,11 +7,11 @@ catalogue (cudalint.core.catalogue) cost a warm run of lightning a tenth of its 
 """
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Iterable
 
 from cudalint.resources import catalogue_dir
+from cudalint.digest import hasher
 
 
 class CatalogueError(ValueError):
@@ -38,7 +38,7 @@ def read_sources(extra: Iterable[str | Path] = ()) -> list[tuple[Path, bytes]]:
 
 def digest_of(sources: Iterable[tuple[Path, bytes]]) -> str:
     """Names the catalogue these files make. The path too: an entry's `source` is its file's name."""
-    h = hashlib.sha256()
+    h = hasher()
     for path, data in sources:
         name = str(path).encode("utf-8", "surrogateescape")
         h.update(len(name).to_bytes(8, "little") + name + len(data).to_bytes(8, "little") + data)

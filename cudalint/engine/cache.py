@@ -7,7 +7,6 @@ is missing, planted, damaged or of the wrong shape is a miss, never a changed re
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING, Optional, Union
 
 from cudalint import __version__
 from cudalint.core import cache_files
+from cudalint.digest import hasher, hex_digest
 from cudalint.core.findings import Finding
 from cudalint.engine.serialize import dumps, loads
 from cudalint.fingerprint import code_fingerprint
@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # (a run the cache answers whole imports neither: cudalint.co
     from cudalint.core.ir import ModuleIR
 
 CACHE_DIR_NAME = ".cudalint_cache"
-_FORMAT = "2"  # 2: positional objects (cudalint.engine.serialize)
+_FORMAT = "3"  # 2: positional objects (cudalint.engine.serialize); 3: BLAKE2b names and signatures (cudalint.digest)
 
 
 def catalogue_fingerprint(catalogue: "Catalogue") -> str:
@@ -33,7 +33,7 @@ def catalogue_fingerprint(catalogue: "Catalogue") -> str:
     files it was made from (the same as `catalogue_source.catalogue_digest` of them), else its entries."""
     if catalogue.digest:
         return catalogue.digest
-    h = hashlib.sha256()
+    h = hasher()
     for api in catalogue.apis:
         h.update(repr(api).encode())
     for env in catalogue.env:
@@ -89,7 +89,7 @@ class Cache:
 
     @staticmethod
     def make_key(salt: str, path: str, modname: str, data: bytes) -> str:
-        h = hashlib.sha256()
+        h = hasher()
         h.update(salt.encode())
         h.update(b"\0")
         h.update(path.encode("utf-8", "surrogateescape"))
@@ -137,7 +137,7 @@ class Cache:
     # An unchanged stat stands for unchanged bytes, so a warm run hashes nothing; a mismatch falls
     # back to reading and hashing the file. The index only names keys: entries stay content-keyed.
     def _index_file(self) -> str:
-        return "index/" + hashlib.sha256(self.salt.encode()).hexdigest()[:16] + ".idx"
+        return "index/" + hex_digest(self.salt.encode())[:16] + ".idx"
 
     def _read_json(self, name: str) -> dict:
         data = cache_files.read(self.directory, name)

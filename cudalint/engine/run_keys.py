@@ -12,9 +12,9 @@ Two names, the cheaper to know first:
 """
 from __future__ import annotations
 
-import hashlib
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Union
 
+from cudalint.digest import hasher
 from cudalint.core.deep import call_roomy as _deep
 from cudalint.core.findings import Finding
 from cudalint.engine.serialize import dumps
@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 _NAMES = ("utf-8", "surrogateescape")
 
 
-def _run_hash(kind: str, salt: str, run_salt: str) -> "hashlib._Hash":
-    return hashlib.sha256(f"{kind}\0{salt}\0{run_salt}".encode(*_NAMES))
+def _run_hash(kind: str, salt: str, run_salt: str) -> Any:
+    return hasher(f"{kind}\0{salt}\0{run_salt}".encode(*_NAMES))
 
 
 def source_key(salt: str, run_salt: str, infos: "Iterable[FileInfo]", keys: Mapping[str, str], problems: Mapping[str, Finding]) -> str:

@@ -4,7 +4,6 @@ summarize it; and how a chunk of that work travels back to the parent (cudalint.
 from __future__ import annotations
 
 import os
-import queue
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
@@ -17,6 +16,8 @@ from cudalint.core.deep import call_roomy as _deep
 from cudalint.engine.gc_pause import paused_gc
 
 if TYPE_CHECKING:  # (imported where they are used: the runner imports this module on runs the cache answers whole)
+    import queue
+
     from cudalint.core.catalogue import Catalogue
     from cudalint.core.ir import ModuleIR
 
@@ -104,6 +105,7 @@ def start_worker(folder: str) -> None:
     wrong entry (each entry is written whole)."""
     global _LATER
     import gc
+    import queue
     from multiprocessing.util import Finalize
 
     from cudalint.safepath import enter
@@ -215,8 +217,6 @@ def _run(fn_name: str, fn: Callable, items: list, extra: tuple[str, ...], kwargs
 def _unpacker() -> Callable[[Any], Any]:
     """A pass-1 summary as `_run_chunk` packed it ((its chunk's pickle, its place)) made an object,
     each chunk's pickle loaded once; an object stays itself."""
-    import pickle
-
     loaded: dict[int, tuple[bytes, list]] = {}
 
     def unpack(value: Any) -> Any:
@@ -225,6 +225,8 @@ def _unpacker() -> Callable[[Any], Any]:
         blob, at = value[0], value[1]
         hit = loaded.get(id(blob))
         if hit is None:
+            import pickle  # (a run summarized in this process has no pickle to load)
+
             hit = loaded[id(blob)] = (blob, _deep(lambda: pickle.loads(blob)))
         made = hit[1]
         out, made[at] = made[at], None  # (the caller keeps it stripped: cudalint.engine.lean)

@@ -8,12 +8,12 @@ An entry of the wrong shape is a miss (the cache is untrusted input, cudalint.co
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from typing import Any, Mapping, Optional, Sequence
 
 from cudalint.core.findings import Finding
+from cudalint.digest import hasher
 from cudalint.inputs import source
 from cudalint.core.modnames import module_name
 from cudalint.fixes.fixinfo import Edit, FixInfo, fixes_for
@@ -33,7 +33,7 @@ def cached_fixes(findings: Sequence[Finding], files: Sequence[str], config, text
 
 
 def _key(findings: Sequence[Finding], files: Sequence[str], config, cache) -> Optional[str]:
-    h = hashlib.sha256(f"fixes\0{cache.salt}\0{config!r}".encode("utf-8", "surrogateescape"))
+    h = hasher(f"fixes\0{cache.salt}\0{config!r}".encode("utf-8", "surrogateescape"))
     for f in findings:
         h.update(json.dumps(f.to_json(), sort_keys=True).encode("utf-8", "surrogateescape"))
     packages: dict[str, str] = {}

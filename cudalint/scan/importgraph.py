@@ -12,13 +12,13 @@ first, then by dotted name), keeping every candidate.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional, Sequence
 
 from cudalint.core.modnames import module_name
+from cudalint.digest import hex_digest
 
 _IMPORT_RE = re.compile(
     r"^[ \t]*(?:from[ \t]+(?P<dots>\.*)[ \t]*(?P<mod>[\w.]*)[ \t]+import[ \t]*(?P<names>\([^)]*\)|[^\n#;]*)"
@@ -65,7 +65,7 @@ def imported_names(text: str, modname: str, is_package: bool) -> tuple[set[str],
 
 
 def digest(data: bytes) -> str:
-    return hashlib.sha1(data).hexdigest()
+    return hex_digest(data)
 
 
 @dataclass

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Optional
 
 import ast
 import re
-import string
 
 from cudalint.core.callargs import arg_expr
 from cudalint.summary import labels
@@ -168,6 +167,8 @@ def _format(s: "_Summarizer", fmt: str, call: ast.Call, scope: "_Scope", depth: 
     out: Parts = []
     auto = 0
     try:
+        import string  # (only for a format string: most files have none)
+
         fields = list(string.Formatter().parse(fmt))
     except ValueError:
         return None
