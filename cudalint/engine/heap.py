@@ -3,8 +3,8 @@ analysis.
 
 The workers' results arrive as pickles of whole chunks (megabytes each), kept until the parent has
 taken every summary of a chunk; CPython's small objects live in arenas of their own, so the room
-those pickles leave in the C library's heap is never reused by the summaries and the analysis that follow,
-and glibc keeps it (it returns only the top of its heap on its own). On vllm 0.33.0 that was 61 MB
+those pickles leave in the C library's heap is never reused by the summaries and the analysis that
+follow, and glibc keeps it (it returns only the top of its heap on its own). On vllm 0.33.0 that was 61 MB
 held through the analysis, where the run's peak is: `malloc_trim(0)` there took the peak from 383
 to 339 MB. Where the C library has no `malloc_trim` (musl, macOS, Windows) nothing is done.
 """

@@ -13,10 +13,11 @@ as much as the summaries it spared: on the 11 fetched trees the selection took 9
 more memory (torch 22.3 -> 14.2 s, 278 -> 212 MB; vllm 26.9 -> 20.7 s).
 
 Workers are forked when this process runs no other thread (the command line, flake8's main process),
-else spawned (the language server's threads), and receive paths. They send back their results (module IR, CUD900 findings) pickled, through the pool's pipe only:
-pickle builds objects at C speed, where decoding JSON-like data cost the parent a second on torch.
-Nothing pickled is ever stored; the cache is JSON (cudalint.engine.cache). Results are merged by
-path, so the output does not depend on which worker finished first.
+else spawned (the language server's threads), and receive paths. They send back their results
+(module IR, CUD900 findings) pickled, through the pool's pipe only: pickle builds objects at C
+speed, where decoding JSON-like data cost the parent a second on torch. Nothing pickled is ever
+stored; the cache is JSON (cudalint.engine.cache). Results are merged by path, so the output does
+not depend on which worker finished first.
 """
 from __future__ import annotations
 

@@ -4,8 +4,8 @@ The message loop only records what the editor says (open, change, save, close) a
 affected project to one analysis thread. That thread waits until the edits pause (`debounce`),
 analyzes the project with every open buffer in place, and publishes diagnostics for the open
 documents of that project, unless a newer edit arrived meanwhile: then the analysis stops where it
-is (or its result, if it was done, is dropped), and it runs again with the newer text. Diagnostics are sent from the message
-loop's own thread (`call_soon_threadsafe`), never written from the worker.
+is (or its result, if it was done, is dropped), and it runs again with the newer text. Diagnostics
+are sent from the message loop's own thread (`call_soon_threadsafe`), never written from the worker.
 """
 from __future__ import annotations
 
