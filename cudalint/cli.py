@@ -1,6 +1,7 @@
 """The `cudalint` command (options named and behaving as ruff's `ruff check` where both have one)."""
 from __future__ import annotations
 
+import os
 import sys
 from typing import Optional
 
@@ -81,7 +82,7 @@ def cli(
         from cudalint.core.registry import RULES, doc, doc_path
 
         code = explain.upper()
-        if code not in RULES or not doc_path(code).is_file():
+        if code not in RULES or not os.path.isfile(doc_path(code)):
             raise click.UsageError(f"unknown rule code {explain!r}; known: {', '.join(sorted(RULES))}")
         click.echo(doc(code), nl=False)
         return

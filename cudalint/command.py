@@ -149,12 +149,11 @@ def lint(o: Options, stdin_text: Optional[str] = None) -> NoReturn:
         config, config_path = resolve(targets, o.config_file, overrides)
     except SettingsError as exc:
         _fail(str(exc))
-    from pathlib import Path
-
     from cudalint.engine.cache import Cache, default_cache_dir
+    from cudalint.fspath import clean
     from cudalint.core.catalogue_source import CatalogueError, catalogue_digest
 
-    directory = None if o.no_cache or o.fix or o.diff else (Path(o.cache_dir) if o.cache_dir else default_cache_dir())
+    directory = None if o.no_cache or o.fix or o.diff else (clean(o.cache_dir) if o.cache_dir else default_cache_dir())
     if o.show_settings:
         from cudalint.output.rulecli import show_settings as show
 

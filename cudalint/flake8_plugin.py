@@ -147,7 +147,8 @@ def _roots(folder: Path) -> tuple[Optional[Path], Path]:
     from cudalint.inputs.settings import find_pyproject
 
     probe = folder / "__cudalint_probe__.py"  # (both look at the folders above a file)
-    return find_pyproject(probe), project_of(probe)
+    found = find_pyproject(probe)
+    return (Path(found) if found is not None else None), Path(project_of(probe))
 
 
 def findings_for(filename: str, text: str) -> list[Finding]:

@@ -13,26 +13,26 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
+from cudalint.fspath import absolute, parent
 from cudalint.inputs.config import Config
 from cudalint.core.findings import Finding
 
 MARKERS = ("pyproject.toml", "setup.cfg", ".git")
 
 
-def package_root(path: Path) -> Path:
+def package_root(path: "str | os.PathLike[str]") -> str:
     """The folder that holds the top-level package of `path` (its own folder for a plain script)."""
-    cur = path.absolute()
-    if not cur.is_dir():
-        cur = cur.parent
-    while (cur / "__init__.py").is_file() and cur.parent != cur:
-        cur = cur.parent
+    cur = absolute(path)
+    if not os.path.isdir(cur):
+        cur = parent(cur)
+    while os.path.isfile(os.path.join(cur, "__init__.py")) and parent(cur) != cur:
+        cur = parent(cur)
     return cur
 
 
-def project_of(path: Path) -> Path:
+def project_of(path: "str | os.PathLike[str]") -> str:
     """The project a file belongs to: the nearest folder with a marker, else its package root."""
     from cudalint.inputs.settings import project_root
 
@@ -54,7 +54,7 @@ class Context:
     problems: tuple[Finding, ...]
 
 
-def _shown(root: Path, like: str) -> str:
+def _shown(root: str, like: str) -> str:
     """The root spelled like the named file: absolute for an absolute name, else relative to here."""
     if os.path.isabs(like):
         return str(root)
@@ -88,9 +88,9 @@ def context(
             continue
         keep.append(path)
     # one discovery per project; a file's named spelling replaces its discovered one
-    roots: dict[Path, str] = {}
+    roots: dict[str, str] = {}
     for path in keep:
-        roots.setdefault(project_of(Path(path)), path)
+        roots.setdefault(project_of(path), path)
     spelled = {os.path.realpath(p): p for p in keep}
     files: list[str] = []
     seen: set[str] = set()

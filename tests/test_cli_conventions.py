@@ -354,3 +354,44 @@ def test_the_console_entry_ends_at_once_only_when_nothing_is_left(bad: Path, set
     assert ("thread done" in got.stderr) is ("thread" in setup)
     missing = subprocess.run([*driver[:3], "nowhere.py"], cwd=bad, capture_output=True, text=True, env=env, timeout=300)
     assert missing.returncode == 2 and missing.stderr.splitlines()[0] == "cudalint: nowhere.py: no such file or directory"
+
+
+# cudalint.entry.run: each command says whether the cycle collector runs while it does
+_GC_DRIVER = """
+import gc, sys
+import cudalint.command, cudalint.cli, cudalint.trace
+def spy(name, real):
+    def call(*args, **kwargs):
+        sys.stderr.write(f"{name}: collector {'on' if gc.isenabled() else 'off'}\\n")
+        return real(*args, **kwargs)
+    return call
+cudalint.command.main = spy("lint", cudalint.command.main)
+cudalint.cli.main = spy("click", cudalint.cli.main)
+cudalint.trace.run_from_cli = spy("trace", lambda args: 0)
+from cudalint.entry import main, run
+sys.argv[0] = "cudalint"
+if sys.argv[1] == "--in-process":
+    try:
+        main(sys.argv[2:])
+    except SystemExit:
+        pass
+    sys.stderr.write(f"after: collector {'on' if gc.isenabled() else 'off'}\\n")
+else:
+    run()
+"""
+
+
+@pytest.mark.parametrize(
+    "args,said",
+    [
+        # what the lint command's imports and start make lives until the process ends
+        (("--format", "json", "."), ["lint: collector off"]),
+        (("--trace", "x.py"), ["trace: collector on"]),  # the traced program runs in this process
+        (("rule", "CUD001"), ["click: collector on"]),  # click's commands (the language server lives long)
+        (("--in-process", "--format", "json", "."), ["lint: collector on", "after: collector on"]),  # main() alone: as it was
+    ],
+)
+def test_only_the_lint_command_of_the_console_entry_runs_without_the_cycle_collector(bad: Path, args, said) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), CUDALINT_CACHE_DIR=str(bad / "c"))
+    got = subprocess.run([sys.executable, "-c", _GC_DRIVER, *args], cwd=bad, capture_output=True, text=True, env=env, timeout=300)
+    assert [line for line in got.stderr.splitlines() if "collector" in line] == said, got.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -12,7 +13,7 @@ from cudalint.core.registry import DOC_SECTIONS, RULES, doc_path
 
 @pytest.mark.parametrize("code", sorted(RULES))
 def test_rule_has_doc_with_every_section(code: str) -> None:
-    path = doc_path(code)
+    path = Path(doc_path(code))
     assert path.is_file(), f"{code} has no doc at {path}"
     text = path.read_text(encoding="utf-8")
     assert text.startswith(f"# {code}: ")
@@ -26,7 +27,7 @@ def test_rule_has_doc_with_every_section(code: str) -> None:
 def test_explain_prints_doc(code: str) -> None:
     proc = subprocess.run([sys.executable, "-m", "cudalint", "--explain", code.lower()], capture_output=True, text=True)
     assert proc.returncode == 0
-    assert proc.stdout == doc_path(code).read_text(encoding="utf-8")
+    assert proc.stdout == Path(doc_path(code)).read_text(encoding="utf-8")
 
 
 def test_explain_unknown_code_is_a_usage_error() -> None:
@@ -38,7 +39,7 @@ def test_explain_unknown_code_is_a_usage_error() -> None:
 # --- shipped docs stand alone --------------------------------------------------------------------
 # The rule docs (`--explain`), the catalogue (its README and the `evidence` of every entry) and the
 # README ship in the wheel or the sdist; the notes they were written from do not.
-ROOT = doc_path("CUD001").resolve().parent.parent
+ROOT = Path(doc_path("CUD001")).resolve().parent.parent
 SHIPPED_DOCS = sorted([*ROOT.glob("rules/*.md"), *ROOT.glob("rules/catalogue/*.md"), *ROOT.glob("rules/catalogue/*.toml"), ROOT / "README.md"])
 NOT_SHIPPED = re.compile(r"knowledge[\w-]*\.md|\bshared/|\bseeds\b|design\.md|HELPERS\.md|/work/")
 # a public source: an issue or PR (owner/repo#N, PR #N), a version or commit, or a named document
@@ -67,7 +68,7 @@ def test_shipped_doc_links_resolve(path) -> None:
 
 @pytest.mark.parametrize("code", sorted(RULES))
 def test_every_reference_cites_a_public_source(code: str) -> None:
-    text = doc_path(code).read_text(encoding="utf-8")
+    text = Path(doc_path(code)).read_text(encoding="utf-8")
     refs = text[text.index("## References\n") :].split("\n- ")[1:]
     assert refs, f"{code} has no references"
     vague = [r.split("\n")[0] for r in refs if not PUBLIC_SOURCE.search(r)]

@@ -20,7 +20,7 @@ MAX_LINES = 500
 
 # lowest first; a module may import its own layer and the layers below it, never one above
 LAYERS: list[tuple[str, ...]] = [
-    ("cudalint", "cudalint.resources", "cudalint.safepath", "cudalint.fingerprint", "cudalint.digest"),  # the root: found by __file__; the hash
+    ("cudalint", "cudalint.resources", "cudalint.safepath", "cudalint.fingerprint", "cudalint.digest", "cudalint.fspath"),  # the root: found by __file__; the hash; path spellings
     ("cudalint.core",),
     ("cudalint.inputs",),
     ("cudalint.scan", "cudalint.summary"),

@@ -278,11 +278,50 @@ def test_a_planted_catalogue_entry_hides_nothing(tmp_path: Path) -> None:
     (cache_dir / "catalogue").mkdir(parents=True)
     from cudalint.core.catalogue import _load, _parsed_file, catalogue_files
 
-    for toml in catalogue_files():
+    for toml in map(Path, catalogue_files()):
         # the name cudalint would look for, with content that empties the library
         planted = {"library": {"name": toml.stem, "import_roots": [toml.stem]}}
         name = _parsed_file(toml.read_bytes())
         (cache_dir / name).write_text(json.dumps(planted))
+    _load.cache_clear()
+    assert _run(src, cache_dir) == plain
+    _load.cache_clear()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        None,  # unsigned: planted
+        [1],
+        [],  # a list of the wrong length
+        "entries",  # a string
+        [[]],  # not a table
+    ],
+)
+def test_the_whole_catalogue_entry_answers_alone_and_a_damaged_one_is_a_miss(tmp_path: Path, damage) -> None:
+    """The parsed TOML of every catalogue file is also kept in one entry (one read, not 31); a
+    damaged one is a miss, and the catalogue is made from the files as before."""
+    from cudalint.core.catalogue import _load, _whole_file, load_catalogue as load
+    from cudalint.core.catalogue_source import digest_of, read_sources
+
+    src, cache_dir = _project(tmp_path), tmp_path / "cache"
+    plain = _run(src, None)
+    _load.cache_clear()
+    reference = load(cache_dir=cache_dir)
+    whole = cache_dir / _whole_file(digest_of(read_sources()))
+    per_file = [p for p in _entries(cache_dir / "catalogue", "*.json") if p != whole]
+    assert whole.is_file() and len(per_file) == len(read_sources())
+    for entry in per_file:
+        entry.unlink()
+    _load.cache_clear()
+    assert load(cache_dir=cache_dir) == reference
+    assert _entries(cache_dir / "catalogue", "*.json") == [whole]  # (the whole entry answered: nothing parsed)
+    if damage is None:
+        whole.write_text(json.dumps([{"library": {"name": "torch", "import_roots": []}}] * len(per_file)))
+    else:
+        _sign(cache_dir, whole, damage)
+    _load.cache_clear()
+    assert load(cache_dir=cache_dir) == reference
     _load.cache_clear()
     assert _run(src, cache_dir) == plain
     _load.cache_clear()

@@ -173,7 +173,7 @@ def test_config_option_reads_a_cudalint_toml(tmp_path: Path) -> None:
 def test_target_version_from_file_and_command_line(tmp_path: Path) -> None:
     proj = project(tmp_path, '[tool.cudalint]\ntarget-version = "py312"\n', {"t.py": BAD})
     config, path = resolve([str(proj / "t.py")])
-    assert (config.target_version, path) == ("py312", proj / "pyproject.toml")
+    assert (config.target_version, path) == ("py312", str(proj / "pyproject.toml"))
     config, _ = resolve([str(proj / "t.py")], overrides={"target_version": "py314"})
     assert config.target_version == "py314"
     proc = cudalint(proj, "--target-version", "py39", "t.py")

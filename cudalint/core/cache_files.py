@@ -25,8 +25,7 @@ import json
 import os
 import re
 import stat
-from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 from cudalint.core.sized_read import read_upto
 from cudalint.digest import hasher, same, signature
@@ -35,6 +34,8 @@ MAX_ENTRY_BYTES = 512 * 1024 * 1024
 _HEADER = b"cudalint-cache-2 "
 _HEX = re.compile(r"[0-9a-f]{16,64}\Z")
 _KEY_ENV = "CUDALINT_CACHE_KEY"
+# a folder as callers hold it: a string (pathlib is not imported on a warm run: cudalint.fspath) or a Path
+Folder = Union[str, "os.PathLike[str]"]
 
 
 def is_key(value: object) -> bool:
@@ -88,7 +89,7 @@ def _read_or_make_key(path: str) -> Optional[bytes]:
     return None
 
 
-def usable_root(directory: Path) -> Optional[Path]:
+def usable_root(directory: Folder) -> Optional[Folder]:
     """The cache folder to use, or None: a symbolic link (committed in a repository, say) is never
     followed out of place, nor is anything but a folder used."""
     try:
@@ -104,14 +105,14 @@ def _mac(key: bytes, name: str, payload: bytes) -> bytes:
     return signature(key, name.encode("utf-8", "surrogateescape") + b"\0" + payload)
 
 
-def read(root: Path, name: str, parse: Callable[[bytes], Any] = json.loads) -> Optional[Any]:
+def read(root: Folder, name: str, parse: Callable[[bytes], Any] = json.loads) -> Optional[Any]:
     """The value of entry `name` (a path relative to `root`, '/'-separated), or None: missing,
     unsigned or wrongly signed, too big, not a regular file, or `parse` refused it."""
     key = secret()
     if key is None:
         return None
     try:
-        fd = os.open(root / name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        fd = os.open(os.path.join(root, name), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except OSError:
         return None
     try:
@@ -135,17 +136,19 @@ def read(root: Path, name: str, parse: Callable[[bytes], Any] = json.loads) -> O
         return None
 
 
-def write(root: Path, name: str, payload: bytes) -> None:
+def write(root: Folder, name: str, payload: bytes) -> None:
     """Sign `payload` and put it at `name`, atomically; never outside `root`, never a failure (a
     read-only or full disk only costs time)."""
     key = secret()
     if key is None:
         return
-    target = root / name
+    root = os.fspath(root)
+    target = os.path.join(root, name)
+    folder = os.path.dirname(target)
     try:
-        if not _ready(root, target.parent):
+        if not _ready(root, folder):
             return  # a folder inside the cache is a link that leads out of it
-        fd, tmp = _new_file(target.parent)
+        fd, tmp = _new_file(folder)
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(_HEADER + _mac(key, name, payload) + b"\n")
@@ -165,10 +168,10 @@ def write(root: Path, name: str, payload: bytes) -> None:
 # identity then: a cold run writes thousands of entries into 256 folders, and the checks cost two
 # `realpath`s each (a fifth of writing a small entry). A folder whose path now leads to another
 # folder (a link planted since, in a long-lived process: the language server) is checked again.
-_checked: dict[tuple[Path, Path], tuple[int, int]] = {}
+_checked: dict[tuple[str, str], tuple[int, int]] = {}
 
 
-def _ready(root: Path, folder: Path) -> bool:
+def _ready(root: str, folder: str) -> bool:
     """Whether `folder` exists (made if need be) and resolves inside `root`."""
     known = _checked.get((root, folder))
     if known is not None:
@@ -181,7 +184,7 @@ def _ready(root: Path, folder: Path) -> bool:
         del _checked[(root, folder)]
     if not _prepare(root) or not _contained(root, folder):
         return False
-    folder.mkdir(parents=True, exist_ok=True)
+    os.makedirs(folder, exist_ok=True)
     st = os.stat(folder)
     if not _contained(root, folder):
         return False
@@ -193,7 +196,7 @@ _names = itertools.count()
 _token = f"{os.getpid()}-{os.urandom(4).hex()}"
 
 
-def _new_file(folder: Path) -> tuple[int, str]:
+def _new_file(folder: str) -> tuple[int, str]:
     """A new file of this process in `folder` (created, never opened where it was: O_EXCL, and no
     link followed), as tempfile.mkstemp makes one, with a name made without a random draw each."""
     if _token.split("-", 1)[0] != str(os.getpid()):  # (a forked child: its own names)
@@ -211,12 +214,12 @@ def _renew_token() -> None:
     _token = f"{os.getpid()}-{os.urandom(4).hex()}"
 
 
-def _contained(root: Path, folder: Path) -> bool:
+def _contained(root: str, folder: str) -> bool:
     """Whether `folder`, or the nearest part of it that exists, resolves inside `root`."""
     real_root = os.path.realpath(root)
     here = folder
-    while not os.path.lexists(here) and here != root and here.parent != here:
-        here = here.parent
+    while not os.path.lexists(here) and here != root and os.path.dirname(here) not in (here, ""):
+        here = os.path.dirname(here)
     real = os.path.realpath(here)
     return real == real_root or os.path.commonpath([real, real_root]) == real_root
 
@@ -227,20 +230,20 @@ _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache dire
 _prepared: set = set()
 
 
-def _prepare(root: Path) -> bool:
+def _prepare(root: str) -> bool:
     """Make the folder, with the files that keep it out of version control and backups (like ruff
     and pytest): each created only where no file of that name exists. False: not a usable folder."""
     if root in _prepared:
         return True
     if usable_root(root) is None:
         return False
-    if not root.exists():
-        root.mkdir(parents=True, exist_ok=True)
+    if not os.path.exists(root):
+        os.makedirs(root, exist_ok=True)
         if usable_root(root) is None:
             return False
     for name, text in ((".gitignore", "# Automatically created by cudalint.\n*\n"), ("CACHEDIR.TAG", _TAG)):
         try:
-            fd = os.open(root / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+            fd = os.open(os.path.join(root, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
         except OSError:
             continue  # there already (ours or not: never overwritten), or not writable
         with os.fdopen(fd, "w", encoding="utf-8") as fh:

@@ -7,36 +7,44 @@ catalogue (cudalint.core.catalogue) cost a warm run of lightning a tenth of its 
 """
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Iterable
+import os
+from typing import Iterable, Union
 
-from cudalint.resources import catalogue_dir
 from cudalint.digest import hasher
+from cudalint.fspath import join
+from cudalint.resources import catalogue_dir
+
+
+# a catalogue file as callers name it (strings here: pathlib is not imported on a warm run, cudalint.fspath)
+PathLike = Union[str, "os.PathLike[str]"]
 
 
 class CatalogueError(ValueError):
     """A catalogue file that cannot be used; the message names the file and the entry."""
 
 
-def catalogue_files(extra: Iterable[str | Path] = ()) -> list[Path]:
-    """The bundled files (sorted), then the user's (`extend-catalogue`), in their order."""
-    files = sorted(catalogue_dir().glob("*.toml"))
-    files.extend(Path(p) for p in extra)
+def catalogue_files(extra: Iterable[PathLike] = ()) -> list[str]:
+    """The bundled files (sorted), then the user's (`extend-catalogue`), in their order, spelled as
+    `Path` spells them (the digest holds the names)."""
+    folder = catalogue_dir()
+    files = sorted(os.path.join(folder, name) for name in os.listdir(folder) if name.endswith(".toml"))
+    files.extend(join(p) for p in extra)
     return files
 
 
-def read_sources(extra: Iterable[str | Path] = ()) -> list[tuple[Path, bytes]]:
+def read_sources(extra: Iterable[PathLike] = ()) -> list[tuple[str, bytes]]:
     """Each catalogue file and its bytes; CatalogueError names a file that cannot be read."""
     out = []
     for path in catalogue_files(extra):
         try:
-            out.append((path, path.read_bytes()))
+            with open(path, "rb") as fh:
+                out.append((path, fh.read()))
         except OSError as exc:
             raise CatalogueError(f"{path}: cannot read catalogue: {exc.strerror or exc}") from None
     return out
 
 
-def digest_of(sources: Iterable[tuple[Path, bytes]]) -> str:
+def digest_of(sources: Iterable[tuple[str, bytes]]) -> str:
     """Names the catalogue these files make. The path too: an entry's `source` is its file's name."""
     h = hasher()
     for path, data in sources:
@@ -45,6 +53,6 @@ def digest_of(sources: Iterable[tuple[Path, bytes]]) -> str:
     return h.hexdigest()[:16]
 
 
-def catalogue_digest(extra: Iterable[str | Path] = ()) -> str:
+def catalogue_digest(extra: Iterable[PathLike] = ()) -> str:
     """`digest_of` the files `load_catalogue(extra)` reads; CatalogueError if one cannot be read."""
     return digest_of(read_sources(extra))

@@ -6,11 +6,10 @@ without importing either.
 from __future__ import annotations
 
 import os
-from pathlib import PurePath
 from typing import Optional
 
 
-def module_name(path: PurePath, packages: Optional[dict[str, str]] = None) -> tuple[str, bool]:
+def module_name(path: "str | os.PathLike[str]", packages: Optional[dict[str, str]] = None) -> tuple[str, bool]:
     """Dotted module name from the `__init__.py` files above `path`, and whether it is a package.
     `packages`: what the directories asked before are (one run's, so a file added later counts)."""
     head, name = os.path.split(os.fspath(path))

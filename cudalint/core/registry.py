@@ -1,8 +1,8 @@
 """The rule codes cudalint knows, and their docs in `rules/CODE.md`."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
-from pathlib import Path
 
 from cudalint.resources import rules_dir
 
@@ -45,10 +45,10 @@ RULES: dict[str, Rule] = {
 }
 
 
-def doc_path(code: str) -> Path:
-    return rules_dir() / f"{code.upper()}.md"
+def doc_path(code: str) -> str:
+    return os.path.join(rules_dir(), f"{code.upper()}.md")
 
 
 def doc(code: str) -> str:
-    path = doc_path(code)
-    return path.read_text(encoding="utf-8")
+    with open(doc_path(code), encoding="utf-8") as fh:
+        return fh.read()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Union
 
 from cudalint import __version__
@@ -19,6 +18,7 @@ from cudalint.digest import hasher, hex_digest
 from cudalint.core.findings import Finding
 from cudalint.engine.serialize import dumps, loads
 from cudalint.fingerprint import code_fingerprint
+from cudalint.fspath import clean
 
 if TYPE_CHECKING:  # (a run the cache answers whole imports neither: cudalint.core.catalogue_source)
     from cudalint.core.catalogue import Catalogue
@@ -59,14 +59,14 @@ def _entry_shape(hit: object) -> bool:
     )
 
 
-def default_cache_dir() -> Path:
+def default_cache_dir() -> str:
     env = os.environ.get("CUDALINT_CACHE_DIR")
-    return Path(env) if env else Path.cwd() / CACHE_DIR_NAME
+    return clean(env) if env else os.path.join(os.getcwd(), CACHE_DIR_NAME)
 
 
 @dataclass
 class Cache:
-    directory: Path
+    directory: "str | os.PathLike[str]"
     salt: str  # version + catalogue fingerprint
     hits: int = 0
     misses: int = 0
@@ -75,11 +75,11 @@ class Cache:
     _index_dirty: bool = field(default=False, repr=False)
 
     @classmethod
-    def open(cls, directory: Optional[Path], catalogue: "Catalogue") -> "Cache":
+    def open(cls, directory: "Optional[str | os.PathLike[str]]", catalogue: "Catalogue") -> "Cache":
         return cls.for_digest(directory, catalogue_fingerprint(catalogue))
 
     @classmethod
-    def for_digest(cls, directory: Optional[Path], catalogue_digest: str) -> "Cache":
+    def for_digest(cls, directory: "Optional[str | os.PathLike[str]]", catalogue_digest: str) -> "Cache":
         """The cache for the catalogue `catalogue_digest` names, which need not be loaded."""
         directory = directory or default_cache_dir()
         return cls(directory=directory, salt=f"{_FORMAT}:{__version__}:{code_fingerprint()}:{catalogue_digest}")

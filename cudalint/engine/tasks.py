@@ -29,11 +29,9 @@ def _read(info: FileInfo) -> Union[bytes, Finding]:
 def _catalogue(ctx: Union[Catalogue, tuple[str, ...]], cache_dir: Optional[str] = None) -> Catalogue:
     # in-process the caller's catalogue itself; in a worker the same files loaded again, their parsed
     # TOML read from the run's cache where the caller left it (tomllib took 20 ms of a worker's start)
-    from pathlib import Path
-
     from cudalint.core.catalogue import Catalogue, load_catalogue
 
-    return ctx if isinstance(ctx, Catalogue) else load_catalogue(ctx, cache_dir=Path(cache_dir) if cache_dir is not None else None)
+    return ctx if isinstance(ctx, Catalogue) else load_catalogue(ctx, cache_dir=cache_dir)
 
 
 def _first_task(item: tuple[FileInfo, str], extra, cache_dir: Optional[str] = None) -> tuple[str, str, Optional[tuple[int, int]], Any, bool]:
@@ -88,9 +86,7 @@ def _deliver(info: FileInfo, key: str, salt: str, result: Union[ModuleIR, Findin
 
 def _cache(cache_dir: str, salt: str) -> Cache:
     """The run's cache, as a worker (which has its folder and salt, not the object) opens it."""
-    from pathlib import Path
-
-    return Cache(directory=Path(cache_dir), salt=salt)
+    return Cache(directory=cache_dir, salt=salt)
 
 
 def _write(cache_dir: str, salt: str, key: str, result: Union[ModuleIR, Finding]) -> None:

@@ -5,9 +5,10 @@ ignores, the usual virtualenv/build folders and `--exclude` patterns are skipped
 """
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator, Optional
 
 from cudalint.core.findings import Finding
@@ -33,17 +34,32 @@ class Discovered:
     reals: tuple[str, ...] = ()  # each file's real path (links resolved), as the walk found it
 
 
-def _is_venv(path: Path) -> bool:
-    try:
-        return (path / "pyvenv.cfg").is_file()
-    except OSError:  # an unreadable directory: Python < 3.12 raises here; it is reported when walked
-        return False
+# (strings and os.path, not pathlib, here and in every module a warm run imports: cudalint.fspath)
+# what pathlib's tests take for "not there" rather than an error to report (its _IGNORED_ERRNOS)
+_ABSENT = frozenset((errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP))
 
 
-def _gitignore(directory: Path) -> Optional["pathspec.GitIgnoreSpec"]:
-    gi = directory / ".gitignore"
+def _stat(path: str, follow: bool = True) -> Optional[os.stat_result]:
+    """The path's status, None if it is not there; another error (a folder we may not search) is raised."""
     try:
-        lines = gi.read_text(encoding="utf-8", errors="replace").splitlines()
+        return os.stat(path) if follow else os.lstat(path)
+    except OSError as exc:
+        if exc.errno in _ABSENT:
+            return None
+        raise
+    except ValueError:  # a NUL in the name
+        return None
+
+
+def _is_venv(path: str) -> bool:
+    # an unreadable directory: False (os.path.isfile raises nothing); it is reported when walked
+    return os.path.isfile(os.path.join(path, "pyvenv.cfg"))
+
+
+def _gitignore(directory: str) -> Optional["pathspec.GitIgnoreSpec"]:
+    try:
+        with open(os.path.join(directory, ".gitignore"), encoding="utf-8", errors="replace") as fh:
+            lines = fh.read().splitlines()
     except OSError:
         return None
     import pathspec  # only where there are patterns to match (a tenth of a warm run's time otherwise)
@@ -51,26 +67,26 @@ def _gitignore(directory: Path) -> Optional["pathspec.GitIgnoreSpec"]:
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
-def _ancestors_gitignores(start: Path) -> list[tuple[Path, "pathspec.GitIgnoreSpec"]]:
+def _ancestors_gitignores(start: str) -> list[tuple[str, "pathspec.GitIgnoreSpec"]]:
     """The .gitignore files of the directories above `start`, up to the repository root."""
     out = []
-    cur = start.resolve()
+    cur = os.path.realpath(start)
     while True:
         spec = _gitignore(cur)
         if spec is not None:
             out.append((cur, spec))
         try:
-            at_root = (cur / ".git").exists()
-        except OSError:
+            at_root = _stat(os.path.join(cur, ".git")) is not None
+        except OSError:  # (a folder we may not search: no higher)
             at_root = True
-        if at_root or cur.parent == cur:
+        if at_root or os.path.dirname(cur) == cur:
             break
-        cur = cur.parent
+        cur = os.path.dirname(cur)
     return out
 
 
-def _ignored(path: str, is_dir: bool, specs: list[tuple[Path, "pathspec.GitIgnoreSpec"]]) -> bool:
-    if not specs:  # (strings, not pathlib: a warm run of lightning spent 6 of its 16 ms in pathlib here)
+def _ignored(path: str, is_dir: bool, specs: list[tuple[str, "pathspec.GitIgnoreSpec"]]) -> bool:
+    if not specs:
         return False
     try:
         resolved = os.path.realpath(path) if os.path.islink(path) else os.path.abspath(path)
@@ -116,21 +132,23 @@ def discover(paths: Iterable[str], exclude: Iterable[str] = (), respect_gitignor
 
 
 def _given(given: str, exclude, respect_gitignore, files, problems, seen, walked) -> None:
-    p = Path(given)
-    if not p.exists() and not p.is_symlink():
-        problems.append(problem(given, "no such file or directory"))
-        return
-    if p.is_file() or (p.is_symlink() and not p.exists()) or not p.is_dir():
+    st = _stat(given)
+    if st is None:
+        link = _stat(given, follow=False)
+        if link is None or not stat.S_ISLNK(link.st_mode):
+            problems.append(problem(given, "no such file or directory"))
+            return
+    if st is None or not stat.S_ISDIR(st.st_mode):  # a file, a link to nothing, a device...: read as a file
         key = os.path.realpath(given)
         if key not in seen:
             seen[key] = None
             files.append(given)
         return
-    specs = _ancestors_gitignores(p) if respect_gitignore else []
-    _walk(p, given, specs, exclude, respect_gitignore, files, problems, seen, walked)
+    specs = _ancestors_gitignores(given) if respect_gitignore else []
+    _walk(given, given, specs, exclude, respect_gitignore, files, problems, seen, walked)
 
 
-def _walk(top: Path, shown_top: str, top_specs, exclude, respect_gitignore, files, problems, seen, walked) -> None:
+def _walk(top: str, shown_top: str, top_specs, exclude, respect_gitignore, files, problems, seen, walked) -> None:
     """Depth first, in name order, with a stack of its own: a tree may be nested deeper than
     Python's recursion limit (1,100 folders is only a few kilobytes of path)."""
     # each level: (its remaining entries, its shown path, the gitignore specs in force, the real
@@ -151,7 +169,7 @@ def _walk(top: Path, shown_top: str, top_specs, exclude, respect_gitignore, file
         except OSError:
             is_dir = False
         if is_dir:
-            path = Path(entry.path)
+            path = entry.path
             if entry.name in SKIP_DIRS or entry.name.endswith(".egg-info") or _is_venv(path):
                 continue
             if respect_gitignore and _ignored(entry.path, True, specs):
@@ -179,7 +197,7 @@ def _walk(top: Path, shown_top: str, top_specs, exclude, respect_gitignore, file
         files.append(shown_child)
 
 
-def _enter(directory: Path, shown: str, specs, visiting: frozenset, respect_gitignore, problems, walked):
+def _enter(directory: str, shown: str, specs, visiting: frozenset, respect_gitignore, problems, walked):
     """A folder's level of the walk, or None: a link back to a folder above, or a folder walked
     already through another link (either way its files are listed through the walk of the real
     folder: nothing goes unchecked, so neither is a finding; lmql-lang/lmql's `docs/latest -> .`),
@@ -198,6 +216,6 @@ def _enter(directory: Path, shown: str, specs, visiting: frozenset, respect_giti
         return None
     if respect_gitignore:
         local = _gitignore(directory)
-        if local is not None and not any(base == directory.resolve() for base, _ in specs):
-            specs = specs + [(directory.resolve(), local)]
+        if local is not None and not any(base == real for base, _ in specs):
+            specs = specs + [(real, local)]
     return iter(entries), shown, specs, visiting | {real}, real

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional
 
+from cudalint.fspath import absolute, join, parent
 from cudalint.inputs.config import Config
 
 # the oldest Python the project runs on; `py314` changes multiprocessing's default start method
@@ -82,7 +82,7 @@ KEYS: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
 }
 
 
-def shown(path: Path) -> str:
+def shown(path: str) -> str:
     """A path as messages show it: relative to the current folder when it is below it."""
     try:
         rel = os.path.relpath(path)
@@ -91,17 +91,18 @@ def shown(path: Path) -> str:
     return str(path) if rel.startswith("..") else rel
 
 
-def _table_of(path: Path) -> tuple[Optional[Mapping[str, Any]], str]:
+def _table_of(path: str) -> tuple[Optional[Mapping[str, Any]], str]:
     """The settings table of a file and how to name it in messages; None if a pyproject has none."""
     from cudalint.core.tomlreader import tomllib  # (most runs find no settings file)
 
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        with open(path, encoding="utf-8") as fh:
+            data = tomllib.loads(fh.read())
     except OSError as exc:
         raise SettingsError(f"{shown(path)}: cannot read: {exc.strerror or exc}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise SettingsError(f"{shown(path)}: invalid TOML: {exc}") from None
-    if path.name == "pyproject.toml":
+    if os.path.basename(path) == "pyproject.toml":
         tool = data.get("tool")
         table = tool.get("cudalint") if isinstance(tool, dict) else None
         if table is not None and not isinstance(table, dict):
@@ -110,9 +111,9 @@ def _table_of(path: Path) -> tuple[Optional[Mapping[str, Any]], str]:
     return data, ""  # cudalint.toml and the like: the settings are the whole file
 
 
-def parse(table: Mapping[str, Any], path: Path, label: str = "[tool.cudalint]") -> dict[str, Any]:
+def parse(table: Mapping[str, Any], path: str, label: str = "[tool.cudalint]") -> dict[str, Any]:
     """Validated Config fields from a settings table (paths made relative to the file's folder)."""
-    base = path.parent
+    base = parent(path)
     prefix = f"{shown(path)}: {label} " if label else f"{shown(path)}: "
     out: dict[str, Any] = {}
     for key, value in table.items():
@@ -125,37 +126,38 @@ def parse(table: Mapping[str, Any], path: Path, label: str = "[tool.cudalint]") 
         field_name, convert = KEYS[key]
         out[field_name] = convert(value, f"{prefix}{key!r}")
     if "extend_catalogue" in out:
-        out["extend_catalogue"] = tuple(str(base / p) for p in out["extend_catalogue"])
+        out["extend_catalogue"] = tuple(join(base, p) for p in out["extend_catalogue"])
     if "per_file_ignores" in out:
         # a pattern with a folder in it is anchored at the file's folder; a bare name matches anywhere
         out["per_file_ignores"] = tuple(
-            (str(base / p) if "/" in p else p, codes) for p, codes in out["per_file_ignores"]
+            (join(base, p) if "/" in p else p, codes) for p, codes in out["per_file_ignores"]
         )
     return out
 
 
-def find_pyproject(start: Path) -> Optional[Path]:
+def find_pyproject(start: "str | os.PathLike[str]") -> Optional[str]:
     """The nearest `pyproject.toml` at or above `start` that has a `[tool.cudalint]` table."""
-    cur = start.absolute()
-    if not cur.is_dir():
-        cur = cur.parent
+    cur = absolute(start)
+    if not os.path.isdir(cur):
+        cur = parent(cur)
     while True:
-        candidate = cur / "pyproject.toml"
-        if candidate.is_file():
+        candidate = join(cur, "pyproject.toml")
+        if os.path.isfile(candidate):
             try:
                 table, _ = _table_of(candidate)
             except SettingsError:
                 # broken TOML: ours only if it mentions our table, and then the error is worth showing
-                text = candidate.read_text(encoding="utf-8", errors="replace")
+                with open(candidate, encoding="utf-8", errors="replace") as fh:
+                    text = fh.read()
                 table = {} if "tool.cudalint" in text else None
             if table is not None:
                 return candidate
-        if cur.parent == cur:
+        if parent(cur) == cur:
             return None
-        cur = cur.parent
+        cur = parent(cur)
 
 
-def load(path: Path) -> dict[str, Any]:
+def load(path: str) -> dict[str, Any]:
     table, label = _table_of(path)
     return parse(table or {}, path, label)
 
@@ -164,30 +166,30 @@ def resolve(
     paths: Iterable[str],
     config_file: Optional[str] = None,
     overrides: Optional[Mapping[str, Any]] = None,
-) -> tuple[Config, Optional[Path]]:
+) -> tuple[Config, Optional[str]]:
     """The run's Config: the file's settings, then the command line's (which win)."""
-    path: Optional[Path]
+    path: Optional[str]
     if config_file is not None:
-        path = Path(config_file)
-        if not path.is_file():
+        path = join(config_file)
+        if not os.path.isfile(path):
             raise SettingsError(f"{config_file}: no such configuration file")
     else:
         first = next(iter(paths), ".")
-        path = find_pyproject(Path(first))
+        path = find_pyproject(first)
     values = load(path) if path is not None else {}
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
     return replace(Config(), **values), path
 
 
-def project_root(start: Path) -> Optional[Path]:
+def project_root(start: "str | os.PathLike[str]") -> Optional[str]:
     """The folder of the project a file belongs to: the nearest one with pyproject.toml, setup.cfg or .git."""
-    cur = start.absolute()
-    if not cur.is_dir():
-        cur = cur.parent
+    cur = absolute(start)
+    if not os.path.isdir(cur):
+        cur = parent(cur)
     while True:
-        if any((cur / marker).exists() for marker in ("pyproject.toml", "setup.cfg", ".git")):
+        if any(os.path.exists(os.path.join(cur, marker)) for marker in ("pyproject.toml", "setup.cfg", ".git")):
             return cur
-        if cur.parent == cur:
+        if parent(cur) == cur:
             return None
-        cur = cur.parent
+        cur = parent(cur)
 

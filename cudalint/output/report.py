@@ -81,9 +81,13 @@ def text(
     out.write(_paint(summary, "summary", colour) + "\n")
 
 
-def doc_url(code: str) -> str:
-    from cudalint.output.sarif import DOCS_URL
+# Where the rule docs are read on the web. One place to change when the repository moves. (Here, not
+# in cudalint.output.sarif, which every JSON report with findings would import for it, with pathlib.)
+REPOSITORY_URL = "https://github.com/cudalint/cudalint"
+DOCS_URL = REPOSITORY_URL + "/blob/main/rules/{code}.md"
 
+
+def doc_url(code: str) -> str:
     return DOCS_URL.format(code=code)
 
 

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import fields
-from pathlib import Path
 from typing import Optional
 
 import click
@@ -41,7 +41,7 @@ def rule(code: Optional[str], show_all: bool, fmt: str) -> None:
         raise click.UsageError("give a rule code or --all")
     codes = list(RULES) if show_all else [code.upper()]  # type: ignore[union-attr]
     for c in codes:
-        if c not in RULES or not doc_path(c).is_file():
+        if c not in RULES or not os.path.isfile(doc_path(c)):
             raise click.UsageError(f"unknown rule code {code!r}; known: {', '.join(sorted(RULES))}")
     if fmt == "json":
         by_code = {r["code"]: r for r in _rows()}
@@ -51,7 +51,7 @@ def rule(code: Optional[str], show_all: bool, fmt: str) -> None:
     click.echo("\n".join(doc(c).rstrip("\n") + "\n" for c in codes), nl=False)
 
 
-def show_settings(config, config_path: Optional[Path], cache_dir: Optional[Path]) -> None:
+def show_settings(config, config_path: Optional[str], cache_dir: Optional[str]) -> None:
     """The resolved settings, in [tool.cudalint]'s key names (what the file and the command line made)."""
     from cudalint.inputs.settings import KEYS, shown
 

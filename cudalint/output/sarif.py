@@ -15,11 +15,9 @@ from urllib.parse import quote
 from cudalint import __version__
 from cudalint.core.findings import Finding, Step
 from cudalint.output import json_text
+from cudalint.output.report import DOCS_URL, REPOSITORY_URL  # noqa: F401 (REPOSITORY_URL: SARIF's tool)
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
-# Where the rule docs are read on the web. One place to change when the repository moves.
-REPOSITORY_URL = "https://github.com/cudalint/cudalint"
-DOCS_URL = REPOSITORY_URL + "/blob/main/rules/{code}.md"
 _LEVELS = {"error": "error", "warning": "warning", "info": "note", "note": "note"}
 
 
@@ -51,7 +49,7 @@ def rule_descriptor(code: str) -> dict:
         "helpUri": DOCS_URL.format(code=code),
         "defaultConfiguration": {"level": _LEVELS.get(rule.severity, "warning")},
     }
-    if doc_path(code).is_file():
+    if os.path.isfile(doc_path(code)):
         text = doc(code)
         full = _first_paragraph(text)
         if full:

@@ -65,16 +65,16 @@ class MemoryCache(Cache):
 @dataclass(frozen=True)
 class Settings:
     config: object  # cudalint.inputs.config.Config
-    path: Optional[Path]  # the settings file, if any
+    path: Optional[str]  # the settings file, if any
     stamp: Optional[tuple[int, int]]  # its (mtime_ns, size) when read
     error: Optional[str] = None  # a settings file cudalint cannot use: shown, defaults used
 
 
-def _stamp(path: Optional[Path]) -> Optional[tuple[int, int]]:
+def _stamp(path: "Optional[str | os.PathLike[str]]") -> Optional[tuple[int, int]]:
     if path is None:
         return None
     try:
-        st = path.stat()
+        st = os.stat(path)
     except OSError:
         return None
     return st.st_mtime_ns, st.st_size
@@ -187,7 +187,7 @@ class Projects:
     def of(self, path: str) -> Project:
         from cudalint.named import project_of
 
-        root = project_of(Path(path))
+        root = Path(project_of(path))
         if root not in self._by_root:
             self._by_root[root] = Project(root, self.cache_dir)
         return self._by_root[root]

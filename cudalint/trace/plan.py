@@ -105,9 +105,9 @@ def cached_plan(extra: Sequence[str] = ()) -> str:
     builtin module: the traced program imports nothing to read it), so the Python version is part
     of the key; any change to a catalogue file changes it too."""
     from cudalint import __version__
-    from cudalint.resources import catalogue_dir
+    from cudalint.core.catalogue_source import catalogue_files
 
-    files = sorted(str(p) for p in catalogue_dir().glob("*.toml")) + [os.path.abspath(p) for p in extra]
+    files = catalogue_files() + [os.path.abspath(p) for p in extra]
     import sys
 
     key = [__version__, sys.version]
