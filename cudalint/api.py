@@ -5,7 +5,6 @@ import os
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Optional, Sequence, Union
 
-from cudalint.inputs import source
 from cudalint.inputs.config import Config
 from cudalint.core.findings import Finding
 from cudalint.core.modnames import module_name
@@ -35,6 +34,7 @@ def load_module(
 
     With a cache, a file whose bytes were summarized before is not parsed again.
     """
+    from cudalint.inputs import source
     from cudalint.summary.from_bytes import _summarize_bytes
 
     if text is None:
@@ -248,13 +248,16 @@ def _lint_files(
 
 def _fingerprints(paths: Sequence[str]) -> str:
     """The bytes of the files that go around the runner (notebooks), for the whole-run cache key."""
+    if not paths:
+        return ""
     from cudalint.digest import hasher
+    from cudalint.inputs import source  # (the file reader: a run the cache answers whole without notebooks reads no file)
 
     h = hasher()
     for path in paths:
         data = source.read_bytes(path)
         h.update(path.encode("utf-8", "surrogateescape") + b"\0" + (data if isinstance(data, bytes) else b"?"))
-    return h.hexdigest() if paths else ""
+    return h.hexdigest()
 
 
 def _per_file_ignored(finding: Finding, config: Config) -> bool:

@@ -291,6 +291,10 @@ heavy = ("cudalint.analysis", "cudalint.checks", "cudalint.summary", "cudalint.s
 library = ("hashlib", "hmac", "_hashlib", "pickle", "queue", "pathlib", "urllib.parse", "ipaddress")
 print(code, sorted(m for m in sys.modules if m.startswith(heavy) and m != "cudalint.core.catalogue_source"), file=sys.stderr)
 print(sorted(m for m in set(sys.modules) - before if m in library), file=sys.stderr)
+# (threading: only a worker pool or a deep recursion starts a thread; 0.4 ms of a warm run)
+print("threading" in set(sys.modules) - before, file=sys.stderr)
+# (the file reader: a run with findings reads their files for the fixes; one without reads none)
+print("cudalint.inputs.source" in sys.modules, file=sys.stderr)
 """
 
 
@@ -308,7 +312,12 @@ def test_a_run_the_cache_answers_whole_imports_no_analysis(tmp_path: Path) -> No
     assert cold_code == warm_code == "1" and runs[0].stdout == runs[1].stdout and json.loads(runs[1].stdout)
     assert "'cudalint.analysis.flow'" in cold_mods and "'cudalint.core.catalogue'" in cold_mods
     assert warm_mods == "[]"
-    assert runs[1].stderr.splitlines()[1] == "[]"
+    assert runs[1].stderr.splitlines()[1:3] == ["[]", "False"]
+    (tmp_path / "clean").mkdir()
+    (tmp_path / "clean" / "ok.py").write_text("import os\n\nprint(os.environ.get('CUDA_VISIBLE_DEVICES'))\n")
+    clean = [subprocess.run(args[:-1] + ["clean"], cwd=tmp_path, capture_output=True, text=True, timeout=120) for _ in range(2)]
+    assert [p.stdout for p in clean] == ["[]\n", "[]\n"] and clean[0].stderr.splitlines()[3] == "True"
+    assert clean[1].stderr.splitlines() == ["0 []", "[]", "False", "False"]
     # a comment added: the file is summarized again, its summary is the one it had, and the earlier
     # findings stand (cudalint.engine.run_keys.summary_key) before the checks or the analysis are
     # imported (as text: JSON proves each finding's fix, which lints the fixed file again)

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Iterator, Optional
 
 from cudalint.core.findings import Finding
-from cudalint.inputs.source import problem
 
 if TYPE_CHECKING:
     import pathspec
@@ -49,6 +48,12 @@ def _stat(path: str, follow: bool = True) -> Optional[os.stat_result]:
         raise
     except ValueError:  # a NUL in the name
         return None
+
+
+def _problem(path: str, reason: str) -> Finding:
+    from cudalint.inputs.source import problem  # (the file reader: a run whose paths are all there never needs it)
+
+    return problem(path, reason)
 
 
 def _is_venv(path: str) -> bool:
@@ -127,7 +132,7 @@ def discover(paths: Iterable[str], exclude: Iterable[str] = (), respect_gitignor
         try:
             _given(given, exclude, respect_gitignore, files, problems, seen, walked)
         except (OSError, RuntimeError) as exc:  # e.g. a path inside a directory we may not search
-            problems.append(problem(given, f"cannot read: {getattr(exc, 'strerror', None) or exc}"))
+            problems.append(_problem(given, f"cannot read: {getattr(exc, 'strerror', None) or exc}"))
     return Discovered(files=tuple(files), problems=tuple(problems), reals=tuple(seen))
 
 
@@ -136,7 +141,7 @@ def _given(given: str, exclude, respect_gitignore, files, problems, seen, walked
     if st is None:
         link = _stat(given, follow=False)
         if link is None or not stat.S_ISLNK(link.st_mode):
-            problems.append(problem(given, "no such file or directory"))
+            problems.append(_problem(given, "no such file or directory"))
             return
     if st is None or not stat.S_ISDIR(st.st_mode):  # a file, a link to nothing, a device...: read as a file
         key = os.path.realpath(given)
@@ -209,10 +214,10 @@ def _enter(directory: str, shown: str, specs, visiting: frozenset, respect_gitig
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
     except PermissionError:
-        problems.append(problem(shown, "cannot read directory: permission denied"))
+        problems.append(_problem(shown, "cannot read directory: permission denied"))
         return None
     except OSError as exc:
-        problems.append(problem(shown, f"cannot read directory: {exc.strerror or exc}"))
+        problems.append(_problem(shown, f"cannot read directory: {exc.strerror or exc}"))
         return None
     if respect_gitignore:
         local = _gitignore(directory)
