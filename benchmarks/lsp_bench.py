@@ -79,19 +79,23 @@ async def measure(corpus: Path, rel: str, edits: int, bursts: int, cache_dir: st
 
     first_edit: list[float] = []  # the first edit after opening (not counted below): what it reads back
 
-    async def series(make_text) -> list[float]:
+    def change(new_text: str) -> tuple[int, float]:
+        """Send the buffer's next version, whole: (that version, when it was sent)."""
         nonlocal version
+        version += 1
+        sent = time.perf_counter()
+        client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                content_changes=[types.TextDocumentContentChangeWholeDocument(text=new_text)],
+            )
+        )
+        return version, sent
+
+    async def series(make_text) -> list[float]:
         out = []
         for i in range(edits + 1):  # one warm-up edit, not counted
-            version += 1
-            sent = time.perf_counter()
-            client.text_document_did_change(
-                types.DidChangeTextDocumentParams(
-                    text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-                    content_changes=[types.TextDocumentContentChangeWholeDocument(text=make_text(i))],
-                )
-            )
-            took = await answer(version, sent)
+            took = await answer(*change(make_text(i)))
             if i:
                 out.append(took)
             elif not first_edit:
@@ -109,17 +113,10 @@ async def measure(corpus: Path, rel: str, edits: int, bursts: int, cache_dir: st
     typed = []
     for b in range(bursts):
         for k in range(KEYSTROKES):
-            version += 1
-            sent = time.perf_counter()
-            client.text_document_did_change(
-                types.DidChangeTextDocumentParams(
-                    text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-                    content_changes=[types.TextDocumentContentChangeWholeDocument(text=text + f"\n_cudalint_typed_{b} = {k}\n")],
-                )
-            )
+            last = change(text + f"\n_cudalint_typed_{b} = {k}\n")
             if k < KEYSTROKES - 1:
                 await asyncio.sleep(TYPING_GAP)
-        typed.append(await answer(version, sent))
+        typed.append(await answer(*last))
         await asyncio.sleep(0.1)
     memory = peak_mb(client._server.pid)  # the server process pygls started
     await client.shutdown_async(None)

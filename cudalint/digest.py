@@ -25,7 +25,7 @@ def hasher(data: bytes = b""):
 
 
 def hex_digest(data: bytes) -> str:
-    return _blake2b(data, digest_size=32).hexdigest()
+    return hasher(data).hexdigest()
 
 
 def signature(key: bytes, data: bytes) -> bytes:

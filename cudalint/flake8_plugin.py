@@ -154,11 +154,11 @@ def _roots(folder: Path) -> tuple[Optional[Path], Path]:
 def findings_for(filename: str, text: str) -> list[Finding]:
     """The findings located in `filename` (whose content is `text`), as `cudalint` reports them."""
     from cudalint.api import lint_files
-    from cudalint.scan.importgraph import digest
+    from cudalint.digest import hex_digest
 
     project = _project_for(filename)
     here = os.path.normpath(filename if project.absolute else os.path.relpath(filename)) if filename not in _STDIN else "stdin"
-    own = digest(text.encode("utf-8"))
+    own = hex_digest(text.encode("utf-8"))
     early = project.early.get(here)
     if early is not None and early[0] == own:
         return list(early[1])
@@ -177,7 +177,7 @@ def findings_for(filename: str, text: str) -> list[Finding]:
             from cudalint.inputs.source import read_bytes
 
             data = read_bytes(here)
-            on_disk = isinstance(data, bytes) and digest(data) == own
+            on_disk = isinstance(data, bytes) and hex_digest(data) == own
             members = [here]
         else:
             on_disk = known == own

@@ -9,12 +9,16 @@ one `Path` gave.
 from __future__ import annotations
 
 import os
+from typing import Iterator, Union
+
+# a path as callers hold it: a string here, a Path in the language server and the flake8 plugin
+PathLike = Union[str, "os.PathLike[str]"]
 
 
-def clean(path: str) -> str:
+def clean(path: PathLike) -> str:
     """`str(PurePath(path))`: doubled and trailing separators and `.` parts dropped, `..` kept (a
     link's `..` is the file system's to resolve)."""
-    drive, rest = os.path.splitdrive(path)
+    drive, rest = os.path.splitdrive(os.fspath(path))
     if os.altsep:
         rest = rest.replace(os.altsep, os.sep)
     root = os.sep if rest.startswith(os.sep) else ""
@@ -24,13 +28,13 @@ def clean(path: str) -> str:
     return (drive + root + os.sep.join(parts)) or "."
 
 
-def absolute(path: "str | os.PathLike[str]") -> str:
+def absolute(path: PathLike) -> str:
     """`str(Path(path).absolute())`: below the current folder unless absolute, not resolved."""
     path = os.fspath(path)
     return clean(path if os.path.isabs(path) else os.path.join(os.getcwd(), path))
 
 
-def join(base: "str | os.PathLike[str]", *names: str) -> str:
+def join(base: PathLike, *names: str) -> str:
     """`str(Path(base, *names))`."""
     return clean(os.path.join(os.fspath(base), *names))
 
@@ -38,3 +42,17 @@ def join(base: "str | os.PathLike[str]", *names: str) -> str:
 def parent(path: str) -> str:
     """`str(Path(path).parent)` of a clean path ("/" is its own parent, "." that of a bare name)."""
     return os.path.dirname(path) or ("." if path else path)
+
+
+def folders_up(start: PathLike) -> Iterator[str]:
+    """The folder `start` is (or the one holding it), then every folder above it to the root:
+    where settings, a project's markers and a package's top are looked for."""
+    cur = absolute(start)
+    if not os.path.isdir(cur):
+        cur = parent(cur)
+    while True:
+        yield cur
+        up = parent(cur)
+        if up == cur:
+            return
+        cur = up

@@ -15,24 +15,20 @@ import os
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
-from cudalint.fspath import absolute, parent
+from cudalint.fspath import PathLike, folders_up
 from cudalint.inputs.config import Config
 from cudalint.core.findings import Finding
 
-MARKERS = ("pyproject.toml", "setup.cfg", ".git")
 
-
-def package_root(path: "str | os.PathLike[str]") -> str:
+def package_root(path: PathLike) -> str:
     """The folder that holds the top-level package of `path` (its own folder for a plain script)."""
-    cur = absolute(path)
-    if not os.path.isdir(cur):
-        cur = parent(cur)
-    while os.path.isfile(os.path.join(cur, "__init__.py")) and parent(cur) != cur:
-        cur = parent(cur)
-    return cur
+    for folder in folders_up(path):
+        if not os.path.isfile(os.path.join(folder, "__init__.py")):
+            break
+    return folder  # (the first folder that is no package; the root if every one up to it is)
 
 
-def project_of(path: "str | os.PathLike[str]") -> str:
+def project_of(path: PathLike) -> str:
     """The project a file belongs to: the nearest folder with a marker, else its package root."""
     from cudalint.inputs.settings import project_root
 
@@ -57,11 +53,11 @@ class Context:
 def _shown(root: str, like: str) -> str:
     """The root spelled like the named file: absolute for an absolute name, else relative to here."""
     if os.path.isabs(like):
-        return str(root)
+        return root
     try:
         return os.path.relpath(root)
     except ValueError:  # another drive
-        return str(root)
+        return root
 
 
 def context(

@@ -13,7 +13,7 @@ from pathlib import Path, PurePath
 
 import pytest
 
-from cudalint.fspath import absolute, clean, join, parent
+from cudalint.fspath import absolute, clean, folders_up, join, parent
 
 PIECES = ["a", ".", "..", "/", "//", "///", "b.py", "c/", "d.e/"]
 NAMES = ["x", ".", "/", "//", "y/", "z.toml", ".."]
@@ -58,3 +58,11 @@ def test_absolute_is_below_the_current_folder(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     assert absolute("x/./y.py") == os.path.join(os.getcwd(), "x", "y.py") == str(Path("x/./y.py").absolute())
     assert absolute(Path("/abs/./p")) == "/abs/p"
+
+
+def test_the_folders_up_are_paths_parents(tmp_path: Path) -> None:
+    # (settings, a project's markers, a package's top and .gitignore files are looked for in these)
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    for start, first in ((tmp_path / "a" / "b", tmp_path / "a" / "b"), (tmp_path / "a" / "b" / "x.py", tmp_path / "a" / "b")):
+        assert list(folders_up(start)) == [str(first), *map(str, first.parents)]
+    assert list(folders_up("/")) == ["/"]

@@ -25,17 +25,16 @@ import json
 import os
 import re
 import stat
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Optional
 
 from cudalint.core.sized_read import read_upto
 from cudalint.digest import hasher, same, signature
+from cudalint.fspath import PathLike as Folder  # (a string on the command line's path, a Path in the server's)
 
 MAX_ENTRY_BYTES = 512 * 1024 * 1024
 _HEADER = b"cudalint-cache-2 "
 _HEX = re.compile(r"[0-9a-f]{16,64}\Z")
 _KEY_ENV = "CUDALINT_CACHE_KEY"
-# a folder as callers hold it: a string (pathlib is not imported on a warm run: cudalint.fspath) or a Path
-Folder = Union[str, "os.PathLike[str]"]
 
 
 def is_key(value: object) -> bool:

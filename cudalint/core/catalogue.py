@@ -15,6 +15,7 @@ from typing import Any, Iterable, Mapping, Optional
 # CatalogueError and catalogue_files live where a run that needs no catalogue can reach them cheaply
 from cudalint.core.catalogue_source import CatalogueError, catalogue_files, digest_of, read_sources  # noqa: F401
 from cudalint.digest import hex_digest
+from cudalint.fspath import PathLike
 
 INIT_LEVELS = ("driver", "context", "none", "lazy")
 KINDS = ("call", "method", "import", "probe", "attribute", "env_read")
@@ -362,7 +363,7 @@ def build(parts: Iterable[tuple[Library, list[Api], list[EnvVar]]], digest: str 
     )
 
 
-def load_catalogue(extra: Iterable["str | os.PathLike[str]"] = (), cache_dir: "Optional[str | os.PathLike[str]]" = None) -> Catalogue:
+def load_catalogue(extra: Iterable[PathLike] = (), cache_dir: Optional[PathLike] = None) -> Catalogue:
     """The bundled catalogue plus the user's files (`extend-catalogue`), in that order.
     `cache_dir`: where the files' parsed TOML is kept as JSON (tomllib is pure Python: parsing the
     catalogue was a tenth of a run that the cache otherwise answers)."""
@@ -399,11 +400,11 @@ def _load(extra: tuple[str, ...], cache_dir: Optional[str] = None) -> Catalogue:
             raise CatalogueError(f"{path}: cannot read catalogue: not UTF-8 ({exc.reason})") from None
         parsed = _toml(text, path)
         if cache_dir is not None:
-            _keep_parsed(data, parsed, cache_dir)
+            _keep(_parsed_file(data), parsed, cache_dir)
         parts.append(_from_data(parsed, path))
         tables.append(parsed)
     if cache_dir is not None:
-        _keep_whole(digest, tables, cache_dir)
+        _keep(_whole_file(digest), tables, cache_dir)
     return build(parts, digest)
 
 
@@ -412,13 +413,8 @@ def _parsed_file(data: bytes) -> str:
 
 
 def _parsed_cached(data: bytes, cache_dir: Optional[str]) -> Optional[dict]:
-    """The parsed TOML of `data` as this machine's cudalint wrote it (cudalint.core.cache_files: a planted
-    or damaged entry is a miss)."""
-    if cache_dir is None:
-        return None
-    from cudalint.core import cache_files
-
-    value = cache_files.read(cache_dir, _parsed_file(data))
+    """The parsed TOML of `data`, kept by `_keep`."""
+    value = _cached(_parsed_file(data), cache_dir)
     return value if isinstance(value, dict) else None
 
 
@@ -430,32 +426,28 @@ def _whole_cached(digest: str, count: int, cache_dir: Optional[str]) -> Optional
     """Every file's parsed TOML in one entry, named by all the files' paths and bytes (`digest_of`):
     one read instead of one per file (31 reads and signatures were 1.5 ms of a run with one file
     touched, one is 0.7)."""
-    if cache_dir is None:
-        return None
-    from cudalint.core import cache_files
-
-    value = cache_files.read(cache_dir, _whole_file(digest))
+    value = _cached(_whole_file(digest), cache_dir)
     if not isinstance(value, list) or len(value) != count or not all(isinstance(v, dict) for v in value):
         return None
     return value
 
 
-def _keep_whole(digest: str, tables: list, cache_dir: str) -> None:
+def _cached(name: str, cache_dir: Optional[str]) -> Any:
+    """Entry `name` as this machine's cudalint wrote it, or None (cudalint.core.cache_files: a planted
+    or damaged entry is a miss)."""
+    if cache_dir is None:
+        return None
+    from cudalint.core import cache_files
+
+    return cache_files.read(cache_dir, name)
+
+
+def _keep(name: str, value: Any, cache_dir: str) -> None:
+    """Write `value` as plain JSON at `name`; a failure only costs time."""
     from cudalint.core import cache_files
 
     try:
-        payload = json.dumps(tables).encode()
-    except (TypeError, ValueError):  # a TOML date somewhere: the files are read one by one each time
+        payload = json.dumps(value).encode()
+    except (TypeError, ValueError):  # a TOML date has no JSON form: what holds one is parsed each time
         return
-    cache_files.write(cache_dir, _whole_file(digest), payload)
-
-
-def _keep_parsed(data: bytes, parsed: dict, cache_dir: str) -> None:
-    """Write the parsed TOML (plain JSON, keyed by the file's bytes); a failure only costs time."""
-    from cudalint.core import cache_files
-
-    try:
-        payload = json.dumps(parsed).encode()
-    except (TypeError, ValueError):  # a TOML date has no JSON form: that file is parsed each time
-        return
-    cache_files.write(cache_dir, _parsed_file(data), payload)
+    cache_files.write(cache_dir, name, payload)

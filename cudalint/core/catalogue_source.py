@@ -8,15 +8,11 @@ catalogue (cudalint.core.catalogue) cost a warm run of lightning a tenth of its 
 from __future__ import annotations
 
 import os
-from typing import Iterable, Union
+from typing import Iterable
 
 from cudalint.digest import hasher
-from cudalint.fspath import join
+from cudalint.fspath import PathLike, clean
 from cudalint.resources import catalogue_dir
-
-
-# a catalogue file as callers name it (strings here: pathlib is not imported on a warm run, cudalint.fspath)
-PathLike = Union[str, "os.PathLike[str]"]
 
 
 class CatalogueError(ValueError):
@@ -28,7 +24,7 @@ def catalogue_files(extra: Iterable[PathLike] = ()) -> list[str]:
     `Path` spells them (the digest holds the names)."""
     folder = catalogue_dir()
     files = sorted(os.path.join(folder, name) for name in os.listdir(folder) if name.endswith(".toml"))
-    files.extend(join(p) for p in extra)
+    files.extend(clean(p) for p in extra)
     return files
 
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 import os
 from typing import Optional
 
+from cudalint.fspath import PathLike
 
-def module_name(path: "str | os.PathLike[str]", packages: Optional[dict[str, str]] = None) -> tuple[str, bool]:
+
+def module_name(path: PathLike, packages: Optional[dict[str, str]] = None) -> tuple[str, bool]:
     """Dotted module name from the `__init__.py` files above `path`, and whether it is a package.
     `packages`: what the directories asked before are (one run's, so a file added later counts)."""
     head, name = os.path.split(os.fspath(path))

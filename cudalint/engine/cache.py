@@ -18,7 +18,7 @@ from cudalint.digest import hasher, hex_digest
 from cudalint.core.findings import Finding
 from cudalint.engine.serialize import dumps, loads
 from cudalint.fingerprint import code_fingerprint
-from cudalint.fspath import clean
+from cudalint.fspath import PathLike, clean
 
 if TYPE_CHECKING:  # (a run the cache answers whole imports neither: cudalint.core.catalogue_source)
     from cudalint.core.catalogue import Catalogue
@@ -66,7 +66,7 @@ def default_cache_dir() -> str:
 
 @dataclass
 class Cache:
-    directory: "str | os.PathLike[str]"
+    directory: PathLike
     salt: str  # version + catalogue fingerprint
     hits: int = 0
     misses: int = 0
@@ -75,11 +75,11 @@ class Cache:
     _index_dirty: bool = field(default=False, repr=False)
 
     @classmethod
-    def open(cls, directory: "Optional[str | os.PathLike[str]]", catalogue: "Catalogue") -> "Cache":
+    def open(cls, directory: Optional[PathLike], catalogue: "Catalogue") -> "Cache":
         return cls.for_digest(directory, catalogue_fingerprint(catalogue))
 
     @classmethod
-    def for_digest(cls, directory: "Optional[str | os.PathLike[str]]", catalogue_digest: str) -> "Cache":
+    def for_digest(cls, directory: Optional[PathLike], catalogue_digest: str) -> "Cache":
         """The cache for the catalogue `catalogue_digest` names, which need not be loaded."""
         directory = directory or default_cache_dir()
         return cls(directory=directory, salt=f"{_FORMAT}:{__version__}:{code_fingerprint()}:{catalogue_digest}")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Iterator, Optional
 
 from cudalint.core.findings import Finding
+from cudalint.fspath import folders_up
 
 if TYPE_CHECKING:
     import pathspec
@@ -75,18 +76,15 @@ def _gitignore(directory: str) -> Optional["pathspec.GitIgnoreSpec"]:
 def _ancestors_gitignores(start: str) -> list[tuple[str, "pathspec.GitIgnoreSpec"]]:
     """The .gitignore files of the directories above `start`, up to the repository root."""
     out = []
-    cur = os.path.realpath(start)
-    while True:
-        spec = _gitignore(cur)
+    for folder in folders_up(os.path.realpath(start)):
+        spec = _gitignore(folder)
         if spec is not None:
-            out.append((cur, spec))
+            out.append((folder, spec))
         try:
-            at_root = _stat(os.path.join(cur, ".git")) is not None
+            if _stat(os.path.join(folder, ".git")) is not None:
+                break
         except OSError:  # (a folder we may not search: no higher)
-            at_root = True
-        if at_root or os.path.dirname(cur) == cur:
             break
-        cur = os.path.dirname(cur)
     return out
 
 

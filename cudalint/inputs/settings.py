@@ -12,9 +12,11 @@ import os
 from dataclasses import replace
 from typing import Any, Callable, Iterable, Mapping, Optional
 
-from cudalint.fspath import absolute, join, parent
+from cudalint.fspath import PathLike, clean, folders_up, join, parent
 from cudalint.inputs.config import Config
 
+# what makes a folder a project's root (cudalint.named judges a named file inside its project)
+MARKERS = ("pyproject.toml", "setup.cfg", ".git")
 # the oldest Python the project runs on; `py314` changes multiprocessing's default start method
 TARGET_VERSIONS = ("py310", "py311", "py312", "py313", "py314")
 
@@ -135,13 +137,10 @@ def parse(table: Mapping[str, Any], path: str, label: str = "[tool.cudalint]") -
     return out
 
 
-def find_pyproject(start: "str | os.PathLike[str]") -> Optional[str]:
+def find_pyproject(start: PathLike) -> Optional[str]:
     """The nearest `pyproject.toml` at or above `start` that has a `[tool.cudalint]` table."""
-    cur = absolute(start)
-    if not os.path.isdir(cur):
-        cur = parent(cur)
-    while True:
-        candidate = join(cur, "pyproject.toml")
+    for folder in folders_up(start):
+        candidate = join(folder, "pyproject.toml")
         if os.path.isfile(candidate):
             try:
                 table, _ = _table_of(candidate)
@@ -152,9 +151,7 @@ def find_pyproject(start: "str | os.PathLike[str]") -> Optional[str]:
                 table = {} if "tool.cudalint" in text else None
             if table is not None:
                 return candidate
-        if parent(cur) == cur:
-            return None
-        cur = parent(cur)
+    return None
 
 
 def load(path: str) -> dict[str, Any]:
@@ -170,7 +167,7 @@ def resolve(
     """The run's Config: the file's settings, then the command line's (which win)."""
     path: Optional[str]
     if config_file is not None:
-        path = join(config_file)
+        path = clean(config_file)
         if not os.path.isfile(path):
             raise SettingsError(f"{config_file}: no such configuration file")
     else:
@@ -181,15 +178,9 @@ def resolve(
     return replace(Config(), **values), path
 
 
-def project_root(start: "str | os.PathLike[str]") -> Optional[str]:
+def project_root(start: PathLike) -> Optional[str]:
     """The folder of the project a file belongs to: the nearest one with pyproject.toml, setup.cfg or .git."""
-    cur = absolute(start)
-    if not os.path.isdir(cur):
-        cur = parent(cur)
-    while True:
-        if any(os.path.exists(os.path.join(cur, marker)) for marker in ("pyproject.toml", "setup.cfg", ".git")):
-            return cur
-        if parent(cur) == cur:
-            return None
-        cur = parent(cur)
-
+    for folder in folders_up(start):
+        if any(os.path.exists(os.path.join(folder, marker)) for marker in MARKERS):
+            return folder
+    return None

@@ -64,10 +64,6 @@ def imported_names(text: str, modname: str, is_package: bool) -> tuple[set[str],
     return names, relative
 
 
-def digest(data: bytes) -> str:
-    return hex_digest(data)
-
-
 @dataclass
 class ImportGraph:
     """The project's files (in discovery order), their content digests and undirected import edges.
@@ -94,7 +90,7 @@ class ImportGraph:
                 continue
             path = os.path.normpath(path)
             paths.append(path)
-            digests[path] = digest(data)
+            digests[path] = hex_digest(data)
         return cls(paths=paths, digests=digests, order={p: i for i, p in enumerate(paths)}, read=read)
 
     @property
