@@ -1,10 +1,14 @@
-"""What the cache's encoding costs: every summary of a corpus written as the cache writes it and read
-back (cudalint.engine.serialize), and one cache entry file per summary (cudalint.core.cache_files).
+"""What the cache's encoding of summaries costs: every summary of a corpus written as the cache
+writes it and read back, in the form the cache uses (pickle under an allowlist:
+cudalint.engine.summary_codec) beside the JSON form it used before (cudalint.engine.serialize, which
+still writes the run results and compares summaries), and one cache entry file per summary
+(cudalint.core.cache_files).
 
     python benchmarks/cache_codec.py --corpus DIR [--runs 5]
 
 The summaries are made once, in this process; the rows are CPU seconds of this process (medians
-of `--runs`), the size of what is written, and the time to write every entry into an empty folder.
+of `--runs`), the size of what is written, the memory that holding every summary read back takes
+(RSS growth, Linux), and the time to write every entry into an empty folder.
 """
 from __future__ import annotations
 
@@ -29,7 +33,7 @@ def main() -> None:
     from cudalint.core import cache_files
     from cudalint.core.catalogue import load_catalogue
     from cudalint.core.ir import ModuleIR
-    from cudalint.engine.serialize import dumps, loads
+    from cudalint.engine import serialize, summary_codec
     from cudalint.summary.from_bytes import _summarize_bytes
 
     cat = load_catalogue()
@@ -45,17 +49,27 @@ def main() -> None:
             times.append(time.process_time() - start)
         return statistics.median(times)
 
-    texts = [dumps(m) for m in made]
-    print(f"{opts.corpus}: {len(made)} summaries, {sum(map(len, texts)) / 1e6:.1f} MB as written")
-    print(f"  dumps  {cpu(lambda: [dumps(m) for m in made]):.3f} s")
-    print(f"  loads  {cpu(lambda: [loads(t) for t in texts]):.3f} s")
+    def rss() -> float:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * 4096 / 1e6
 
-    def write_all() -> None:
-        with tempfile.TemporaryDirectory(prefix="cudalint-codec-") as tmp:
-            for i, text in enumerate(texts):
-                cache_files.write(Path(tmp), f"v1/{i % 256:02x}/{i:064x}.json", text)
+    print(f"{opts.corpus}: {len(made)} summaries")
+    for label, codec in (("pickle (the cache's)", summary_codec), ("JSON (before 2026-11-27)", serialize)):
+        texts = [codec.dumps(m) for m in made]
+        before = rss()
+        held = [codec.loads(t) for t in texts]
+        grown = rss() - before
+        del held
+        print(f"  {label}: {sum(map(len, texts)) / 1e6:.1f} MB as written, {grown:.0f} MB held once read")
+        print(f"    dumps  {cpu(lambda: [codec.dumps(m) for m in made]):.3f} s")
+        print(f"    loads  {cpu(lambda: [codec.loads(t) for t in texts]):.3f} s")
 
-    print(f"  write  {cpu(write_all):.3f} s ({len(texts)} entries, signed, into an empty folder)")
+        def write_all() -> None:
+            with tempfile.TemporaryDirectory(prefix="cudalint-codec-") as tmp:
+                for i, text in enumerate(texts):
+                    cache_files.write(Path(tmp), f"v2/{i % 256:02x}/{i:064x}.pickle", text)
+
+        print(f"    write  {cpu(write_all):.3f} s ({len(texts)} entries, signed, into an empty folder)")
 
 
 if __name__ == "__main__":

@@ -17,11 +17,16 @@ def _findings(result):
     return [f.to_json() for f in result.findings]
 
 
-def entry_json(path: Path):
-    """A cache entry's value: a signature line (cudalint.core.cache_files), then plain JSON."""
+def entry_body(path: Path) -> bytes:
+    """A cache entry's content after its signature line (cudalint.core.cache_files)."""
     head, newline, body = path.read_bytes().partition(b"\n")
     assert newline and head.startswith(b"cudalint-cache-2 ") and len(head) == len(b"cudalint-cache-2 ") + 64
-    return json.loads(body)
+    return body
+
+
+def entry_json(path: Path):
+    """A cache entry's value: a signature line, then plain JSON."""
+    return json.loads(entry_body(path))
 
 
 def test_cached_and_uncached_findings_are_identical(tmp_path: Path, monkeypatch) -> None:
@@ -52,15 +57,25 @@ def test_entries_are_reused_when_one_file_changes(tmp_path: Path) -> None:
     assert _findings(cold) == _findings(warm) == _findings(lint_paths([str(src)]))
 
 
-def test_cache_entries_are_signed_plain_json_and_corruption_is_a_miss(tmp_path: Path) -> None:
+def test_cache_entries_are_signed_and_corruption_is_a_miss(tmp_path: Path) -> None:
+    """Summaries are pickles that only the IR's classes may be read from (cudalint.engine.summary_codec);
+    the index, the run results and the parsed catalogue are plain JSON. Every one is signed, and
+    a damaged one is a miss."""
+    from cudalint.engine import summary_codec
+
     src = tmp_path / "proj"
     shutil.copytree(FIXTURES / "CUD001" / "cross_module", src)
     cache = Cache.open(tmp_path / "cache", load_catalogue())
     first = lint_paths([str(src)], cache=cache)
-    entries = sorted((tmp_path / "cache").rglob("*.json"))
-    assert entries
-    for entry in entries:
-        entry_json(entry)  # JSON, not pickle
+    summaries = sorted((tmp_path / "cache" / "v2").rglob("*.pickle"))
+    # (the files at the top, `.gitignore` and CACHEDIR.TAG, are not entries)
+    others = sorted(p for p in (tmp_path / "cache").rglob("*") if p.is_file() and p.parent.name != "cache" and p.parent.parent.name != "v2")
+    assert len(summaries) == len(list(src.rglob("*.py"))) and {p.parent.name for p in others} == {"index", "runs", "catalogue"}
+    for entry in summaries:
+        assert summary_codec.loads(entry_body(entry)).path.startswith(str(src))
+        entry.write_bytes(entry.read_bytes()[:-1])
+    for entry in others:
+        entry_json(entry)
         entry.write_text("{not json")
     again = Cache.open(tmp_path / "cache", load_catalogue())
     second = lint_paths([str(src)], cache=again)
@@ -204,7 +219,7 @@ def test_workers_write_their_entries_before_the_run_returns(tmp_path: Path) -> N
         (pkg / f"m{i}.py").write_text(f"import os\nimport torch\n\ndef f{i}():\n    return torch.zeros(1).cuda()\n\nos.environ['CUDA_VISIBLE_DEVICES'] = '{i % 4}'\n")
     cache = Cache.open(tmp_path / "cache", load_catalogue())
     cold = lint_paths([str(src)], cache=cache, jobs=2)
-    entries = list((tmp_path / "cache" / "v1").rglob("*.json"))
+    entries = list((tmp_path / "cache" / "v2").rglob("*.pickle"))
     assert cache.misses == 84 and len(entries) == 84  # every module summarized (the empty `__init__.py` too), every entry written
     touched = src / "p1" / "m21.py"
     touched.write_text(touched.read_text() + "\ndef more():\n    return 1\n")
@@ -286,8 +301,8 @@ try:
 except SystemExit as exc:
     code = exc.code
 heavy = ("cudalint.analysis", "cudalint.checks", "cudalint.summary", "cudalint.scan", "cudalint.core.ir", "cudalint.core.catalogue", "cudalint.core.project", "libcst")
-# (OpenSSL, loaded by hashlib and hmac, was 3.5 ms of a 45 ms warm run: cudalint.digest; pickle and
-# queue serve worker processes only; pathlib, with urllib.parse and ipaddress, was 2.6 ms: cudalint.fspath)
+# (OpenSSL, loaded by hashlib and hmac, was 3.5 ms of a 45 ms warm run: cudalint.digest; pickle
+# serves worker processes and the cache's summaries, queue worker processes only; pathlib, with urllib.parse and ipaddress, was 2.6 ms: cudalint.fspath)
 library = ("hashlib", "hmac", "_hashlib", "pickle", "queue", "pathlib", "urllib.parse", "ipaddress")
 print(code, sorted(m for m in sys.modules if m.startswith(heavy) and m != "cudalint.core.catalogue_source"), file=sys.stderr)
 print(sorted(m for m in set(sys.modules) - before if m in library), file=sys.stderr)
@@ -330,5 +345,5 @@ def test_a_run_the_cache_answers_whole_imports_no_analysis(tmp_path: Path) -> No
     cut = subprocess.run(text, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     (code, mods), library = cut.stderr.splitlines()[0].split(" ", 1), cut.stderr.splitlines()[1]
     assert code == "1" and cut.stdout == before.stdout and "CUD001" in cut.stdout
-    assert library == "[]"
+    assert library == "[]"  # (the edited file's summary before is read by pickle's C half alone: cudalint.engine.summary_codec)
     assert "'cudalint.summary.summarize'" in mods and not any(f"'{m}" in mods for m in ("cudalint.analysis", "cudalint.checks")), mods

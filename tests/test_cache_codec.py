@@ -1,6 +1,8 @@
-"""The cache's form of the IR (cudalint.engine.serialize): what it writes comes back equal, and
-what it did not write (another form, another field count or type, a class it does not know, a dict
-where the IR has none) is refused, so that the cache counts it a miss."""
+"""The cache's forms of the IR: a summary pickled under an allowlist (cudalint.engine.summary_codec),
+the run results and the comparison of summaries in JSON (cudalint.engine.serialize). What each
+writes comes back equal, and what it did not write (another form, another field count or type, a
+class it does not know, a function to call, a dict where the IR has none) is refused, so that the
+cache counts it a miss."""
 from __future__ import annotations
 
 import json
@@ -11,6 +13,7 @@ import pytest
 from cudalint.core.catalogue import load_catalogue
 from cudalint.core.findings import Finding, Step
 from cudalint.core.ir import Event, ModuleIR
+from cudalint.engine import summary_codec
 from cudalint.engine.serialize import dumps, encode, loads
 from cudalint.summary.from_bytes import _summarize_bytes
 
@@ -82,3 +85,81 @@ def test_what_is_not_ir_is_not_written() -> None:
         dumps(Event("init", (1, 1, 1, 1), "t", (object(),)))
     with pytest.raises(TypeError):
         dumps({1, 2})
+
+
+def test_every_fixture_summary_comes_back_from_its_pickle() -> None:
+    cat = load_catalogue()
+    files = sorted(FIXTURES.rglob("*.py"))
+    findings = 0
+    for path in files:
+        made = _summarize_bytes(str(path), path.read_bytes(), "pkg.m", False, cat)
+        back = summary_codec.loads(summary_codec.dumps(made))
+        assert repr(back) == repr(made) and dumps(back) == dumps(made), path
+        findings += isinstance(made, Finding)
+    assert findings >= 1  # (a fixture Python refuses: its CUD900 is what the cache keeps)
+
+
+class _Calls:
+    def __init__(self, fn, *args) -> None:
+        self.fn, self.args = fn, args
+
+    def __reduce__(self):
+        return (self.fn, self.args)
+
+
+def _module(**fields) -> ModuleIR:
+    base = dict(path="m.py", module="m", top=(), functions={}, classes={})
+    base.update(fields)
+    return ModuleIR(**base)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        _Calls(print, "ran"),  # a builtin function
+        _Calls(Path, "x"),  # a class outside the IR's
+        _Calls(load_catalogue),  # a function of cudalint's own
+        [1, 2],
+        Event("init", (1, 1, 1, 1), "t"),  # of the IR, but not a summary
+        _module(path=5),
+        _module(module=None),
+        _module(top=[]),
+        _module(functions=[]),
+        _module(functions={"f": 5}),
+        _module(classes=()),
+        _module(classes={"C": 5}),
+        _module(noqa=[]),
+        _module(makes_llama=1),
+        _module(reexports=[]),
+    ],
+    ids=lambda v: type(v).__name__ if not isinstance(v, ModuleIR) else "ModuleIR",
+)
+def test_a_pickle_the_cache_did_not_write_is_refused(value) -> None:
+    import pickle
+
+    with pytest.raises(ValueError):
+        summary_codec.loads(pickle.dumps(value, protocol=5))
+
+
+@pytest.mark.parametrize("payload", [b"", b"garbage", b'{"ModuleIR": []}', summary_codec.dumps(_module())[:-2]])
+def test_bytes_that_are_no_pickle_of_a_summary_are_refused(payload: bytes) -> None:
+    with pytest.raises(ValueError):
+        summary_codec.loads(payload)
+
+
+def test_a_summary_and_a_finding_are_read_back() -> None:
+    finding = Finding("CUD900", "m.py", 1, 1, 1, 1, "cannot parse", (Step("m.py", 1, "here"),))
+    assert summary_codec.loads(summary_codec.dumps(finding)) == finding
+    module = _module(functions={}, classes={}, noqa=((3, ("CUD001",)),), makes_llama=True, reexports=(("a", "b.a"),))
+    assert repr(summary_codec.loads(summary_codec.dumps(module))) == repr(module)
+
+
+def test_only_the_classes_of_a_summary_may_be_read() -> None:
+    """The allowlist: the IR's dataclasses and the findings', nothing else of their modules (the IR's
+    functions, the names they import)."""
+    allowed = summary_codec._allowed()
+    assert sorted(allowed) == sorted(
+        [("cudalint.core.ir", n) for n in ("Branch", "ClassInfo", "Event", "Function", "Label", "Loop", "MainGuard", "ModuleIR", "Try")]
+        + [("cudalint.core.findings", "Finding"), ("cudalint.core.findings", "Step")]
+    )
+    assert all(isinstance(cls, type) for cls in allowed.values())

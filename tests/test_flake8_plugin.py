@@ -121,7 +121,7 @@ def test_columns_match_the_cli_text_output(tmp_path: Path) -> None:
 
 def _cache_entries(directory: Path) -> list[Path]:
     """The summaries in a cache (the parsed catalogue and the run results sit beside them)."""
-    return sorted((directory / "v1").rglob("*.json")) if (directory / "v1").exists() else []
+    return sorted((directory / "v2").rglob("*.pickle")) if (directory / "v2").exists() else []
 
 
 def test_plugin_does_no_work_when_cud_is_not_selected(tmp_path: Path) -> None:
@@ -233,7 +233,7 @@ def test_flake8_with_several_jobs_on_a_big_component(tmp_path: Path) -> None:
     env = {"CUDALINT_CACHE_DIR": str(tmp_path / "cache")}
     first = flake8_findings(flake8(proj, "--jobs", "2", "--select", "CUD", "pkg", env=env))
     assert [(Path(p).name, row, code) for p, row, col, code, text in first] == [("m7.py", 5, "CUD003"), ("m7.py", 6, "CUD001")]
-    assert {p.name for p in (tmp_path / "cache").iterdir() if p.is_dir()} >= {"index", "v1"}
+    assert {p.name for p in (tmp_path / "cache").iterdir() if p.is_dir()} >= {"index", "v2"}
     assert flake8_findings(flake8(proj, "--jobs", "2", "--select", "CUD", "pkg", env=env)) == first
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import shutil
 import signal
 import subprocess
@@ -20,6 +21,7 @@ from cudalint.core import cache_files
 from cudalint.api import lint_paths
 from cudalint.engine.cache import Cache
 from cudalint.core.catalogue import load_catalogue
+from cudalint.core.ir import Event, ModuleIR
 from tests.test_hardening import BUG, CANARY, CANARY_LINE
 
 BIN = Path(sys.executable).parent
@@ -198,7 +200,7 @@ def test_a_link_inside_the_cache_folder_is_not_written_through(tmp_path: Path) -
     victim.mkdir()
     cache = tmp_path / ".cudalint_cache"
     cache.mkdir()
-    for name in ("v1", "index", "runs", "catalogue"):
+    for name in ("v2", "index", "runs", "catalogue"):
         os.symlink("../victim", cache / name)
     proc = _cli(["."], tmp_path)
     assert _lines(proc.stdout) == [CANARY_LINE]
@@ -245,7 +247,7 @@ def _sign(cache_dir: Path, entry: Path, value) -> None:
     """Write `value` where `entry` is, signed with this machine's key: damage that the signature
     cannot catch (cudalint's own bug, say) must still be a miss."""
     name = entry.relative_to(cache_dir).as_posix()
-    cache_files.write(cache_dir, name, json.dumps(value).encode())
+    cache_files.write(cache_dir, name, value if isinstance(value, bytes) else json.dumps(value).encode())
 
 
 def test_an_index_key_that_names_a_path_outside_the_cache_is_refused(tmp_path: Path) -> None:
@@ -333,10 +335,12 @@ def test_the_whole_catalogue_entry_answers_alone_and_a_damaged_one_is_a_miss(tmp
         ("*.run", [1]),
         ("*.run", [{"Finding": [5]}]),
         ("*.run", [{"Finding": ["CUD001", "x.py", "1", 1, 1, 1, "m", [], "error", None]}]),
-        ("v1/*/*.json", {"ModuleIR": ["x.py", "x", 5, {"": []}, {"": []}, [], False, []]}),
-        ("v1/*/*.json", [1, 2]),
-        ("v1/*/*.json", {"Event": ["init"]}),
-        ("v1/*/*.json", {"_": "ModuleIR", "path": "x.py", "module": "x", "top": []}),  # (the form before 2)
+        ("v2/*/*.pickle", pickle.dumps(ModuleIR("x.py", "x", 5))),  # (`top` is not a block)
+        ("v2/*/*.pickle", pickle.dumps(ModuleIR("x.py", "x", (), functions={"f": 5}))),
+        ("v2/*/*.pickle", pickle.dumps([1, 2])),
+        ("v2/*/*.pickle", pickle.dumps(Event("init", (1, 1, 1, 1), "t"))),
+        ("v2/*/*.pickle", pickle.dumps(Path("x.py"))),  # a class outside the IR's
+        ("v2/*/*.pickle", {"ModuleIR": ["x.py", "x", [], {"": []}, {"": []}, [], False, []]}),  # (the JSON form, before 4)
         ("*.idx", {"x": [1, 2, "nothex", 4]}),
         ("*.idx", [1]),
         ("*.idx", {"x": [1, 2, "0" * 64, "0" * 64, "m", "extra"]}),  # (the form with a scan's digest, before 2026-11)
@@ -360,7 +364,7 @@ def test_an_entry_of_the_wrong_shape_is_a_miss(tmp_path: Path, where: str, damag
         if signed:
             _sign(cache_dir, entry, damage)
         else:
-            entry.write_text(json.dumps(damage))
+            entry.write_bytes(damage if isinstance(damage, bytes) else json.dumps(damage).encode())
     # what the next run must read: the damaged entry, not an earlier layer that answers first
     if not where.endswith(".run"):
         for run in _entries(cache_dir, "*.run"):
@@ -370,12 +374,44 @@ def test_an_entry_of_the_wrong_shape_is_a_miss(tmp_path: Path, where: str, damag
     _load.cache_clear()
 
 
+class _Runs:
+    """Pickles as a call of `exec`: what plain `pickle.loads` would run."""
+
+    def __init__(self, code: str) -> None:
+        self.code = code
+
+    def __reduce__(self):
+        return (exec, (self.code,))
+
+
+def test_a_signed_summary_that_would_run_code_runs_nothing(tmp_path: Path) -> None:
+    """Summaries are pickled (cudalint.engine.summary_codec). A pickle signed with this machine's
+    key (a stolen key, say) that names a function to call is refused whole: nothing runs, and the
+    findings are those of a run without the cache."""
+    src, cache_dir = _project(tmp_path), tmp_path / "cache"
+    ran = tmp_path / "ran"
+    plain = _run(src, None)
+    assert _run(src, cache_dir) == plain
+    entries = _entries(cache_dir, "v2/*/*.pickle")
+    assert entries
+    payload = pickle.dumps(_Runs(f"open({str(ran)!r}, 'w').close()"))
+    pickle.loads(payload)  # (it does run code when read as plain pickle)
+    assert ran.exists()
+    ran.unlink()
+    for entry in entries:
+        _sign(cache_dir, entry, payload)
+    for run in _entries(cache_dir, "*.run"):
+        run.unlink()
+    assert _run(src, cache_dir) == plain
+    assert not ran.exists()
+
+
 def test_an_entry_copied_under_another_name_is_a_miss(tmp_path: Path) -> None:
     """The signature covers the entry's name: a summary moved to stand for other bytes is refused."""
     src, cache_dir = _project(tmp_path), tmp_path / "cache"
     plain = _run(src, None)
     _run(src, cache_dir)
-    summaries = _entries(cache_dir, "v1/*/*.json")
+    summaries = _entries(cache_dir, "v2/*/*.pickle")
     assert len(summaries) >= 2
     data = [p.read_bytes() for p in summaries]
     for p, d in zip(summaries, data[1:] + data[:1]):

@@ -1,9 +1,12 @@
 """A cache of module summaries, keyed by file content, cudalint's version and the catalogue.
 
 Like ruff's `.ruff_cache`: unchanged files are not parsed again, and their summaries serve the
-cross-module analysis and the flake8 plugin alike. Entries are plain JSON (see cudalint.engine.serialize),
-signed and written atomically by cudalint.core.cache_files: the cache is untrusted input, and an entry that
-is missing, planted, damaged or of the wrong shape is a miss, never a changed result.
+cross-module analysis and the flake8 plugin alike. A summary is pickled under an allowlist of the
+IR's classes (cudalint.engine.summary_codec: a change to one file reads every other summary back);
+the index, the whole-run findings and the fixes are plain JSON (cudalint.engine.serialize). Every
+entry is signed and written atomically by cudalint.core.cache_files: the cache is untrusted input,
+and an entry that is missing, planted, damaged or of the wrong shape is a miss, never a changed
+result.
 """
 from __future__ import annotations
 
@@ -25,7 +28,9 @@ if TYPE_CHECKING:  # (a run the cache answers whole imports neither: cudalint.co
     from cudalint.core.ir import ModuleIR
 
 CACHE_DIR_NAME = ".cudalint_cache"
-_FORMAT = "3"  # 2: positional objects (cudalint.engine.serialize); 3: BLAKE2b names and signatures (cudalint.digest)
+# 2: positional objects (cudalint.engine.serialize); 3: BLAKE2b names and signatures (cudalint.digest);
+# 4: summaries pickled (cudalint.engine.summary_codec)
+_FORMAT = "4"
 
 
 def catalogue_fingerprint(catalogue: "Catalogue") -> str:
@@ -101,12 +106,13 @@ class Cache:
 
     @staticmethod
     def _file(key: str) -> str:
-        return f"v1/{key[:2]}/{key}.json"
+        return f"v2/{key[:2]}/{key}.pickle"
 
     def get(self, key: str) -> Optional[Union[ModuleIR, Finding]]:
         from cudalint.core.ir import ModuleIR
+        from cudalint.engine import summary_codec
 
-        value = cache_files.read(self.directory, self._file(key), loads) if cache_files.is_key(key) else None
+        value = cache_files.read(self.directory, self._file(key), summary_codec.loads) if cache_files.is_key(key) else None
         if not isinstance(value, (ModuleIR, Finding)):
             self.misses += 1
             return None
@@ -116,10 +122,12 @@ class Cache:
     def put(self, key: str, value: Union[ModuleIR, Finding]) -> None:
         if not cache_files.is_key(key):
             return
+        from cudalint.engine import summary_codec
+
         try:
-            payload = dumps(value)
+            payload = summary_codec.dumps(value)
         except (RecursionError, TypeError, ValueError):
-            return  # an IR nested too deeply for json: the cache is an optimization, never a failure
+            return  # an IR nested too deeply to pickle: the cache is an optimization, never a failure
         cache_files.write(self.directory, self._file(key), payload)
 
     def kept(self, key: str) -> Optional[tuple[Union[ModuleIR, Finding], bool]]:
