@@ -7,12 +7,15 @@ still writes the run results and compares summaries), and one cache entry file p
     python benchmarks/cache_codec.py --corpus DIR [--runs 5]
 
 The summaries are made once, in this process; the rows are CPU seconds of this process (medians
-of `--runs`), the size of what is written, the memory that holding every summary read back takes
-(RSS growth, Linux), and the time to write every entry into an empty folder.
+of `--runs`, the cycle collector off as in a lint run: cudalint.entry.run), the size of what is
+written, the memory that holding every summary read back takes (what tracemalloc counts in a forked
+child that reads them all and keeps them), and the time to write every entry into an empty folder.
 """
 from __future__ import annotations
 
 import argparse
+import gc
+import os
 import statistics
 import sys
 import tempfile
@@ -49,17 +52,29 @@ def main() -> None:
             times.append(time.process_time() - start)
         return statistics.median(times)
 
-    def rss() -> float:
-        with open("/proc/self/statm") as fh:
-            return int(fh.read().split()[1]) * 4096 / 1e6
+    def held_by(loads, texts: list) -> float:
+        """MB that a forked child holds once it has read every entry back."""
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            import tracemalloc
 
+            tracemalloc.start()
+            kept = [loads(t) for t in texts]
+            os.write(write, f"{tracemalloc.get_traced_memory()[0] / 1e6:.1f}".encode())
+            kept.clear()
+            os._exit(0)
+        os.close(write)
+        grown = float(os.read(read, 64) or b"nan")
+        os.close(read)
+        os.waitpid(pid, 0)
+        return grown
+
+    gc.disable()
     print(f"{opts.corpus}: {len(made)} summaries")
     for label, codec in (("pickle (the cache's)", summary_codec), ("JSON (before 2026-11-27)", serialize)):
         texts = [codec.dumps(m) for m in made]
-        before = rss()
-        held = [codec.loads(t) for t in texts]
-        grown = rss() - before
-        del held
+        grown = held_by(codec.loads, texts)
         print(f"  {label}: {sum(map(len, texts)) / 1e6:.1f} MB as written, {grown:.0f} MB held once read")
         print(f"    dumps  {cpu(lambda: [codec.dumps(m) for m in made]):.3f} s")
         print(f"    loads  {cpu(lambda: [codec.loads(t) for t in texts]):.3f} s")

@@ -4,9 +4,11 @@ The form is pickle's (protocol 5). The IR's classes pickle as calls of themselve
 values (cudalint.core.ir._pickled_as_calls), and pickle's memo writes a value that one summary
 holds many times (the interned names, the shared positions and texts of cudalint.summary.summarize,
 a label carried by many events) once, where the JSON form (cudalint.engine.serialize) wrote every
-copy and read each back as a new object. vllm 0.33.0's 3,234 summaries read back, all in one
-process: 4.72 s and 413 MB more held in the JSON form, 1.24 s and 131 MB in this one; 191 MB of
-entries on disk against 86 (`python benchmarks/cache_codec.py --corpus DIR`).
+copy and rebuilt each object in Python. vllm 0.33.0's 3,231 summaries (`python
+benchmarks/cache_codec.py --corpus DIR`): read back in 0.98 s instead of 4.83, written in 1.08
+instead of 2.06, 72 MB of entries instead of 188; the objects held once read are about as big (303
+MB against 320). A run after an edit reads every summary back: vllm's went from 8.7 s to 4.5 s, its
+peak from 421 MB to 351 (`benchmarks/bench.py`, "one file edited").
 
 Reading builds only the IR's classes and the findings' (`_Reader.find_class`): a pickle that names
 anything else (`os.system`, `builtins.eval`, a class of another module) is refused whole, and so is
