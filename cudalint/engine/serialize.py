@@ -1,4 +1,7 @@
-"""IR and findings to plain JSON and back.
+"""IR and findings to plain JSON and back: the whole-run results the cache keeps (lists of findings),
+the CUD900 findings hashed into a run's key, and the encoding by which two summaries are compared
+field for field (cudalint.engine.run_keys.same_summary). Summaries themselves are cached pickled
+(cudalint.engine.summary_codec: read back five times faster).
 
 Generic over the dataclasses of `cudalint.core.ir` (and Finding/Step), so new IR node types need no code
 here. Only these known classes are ever built when decoding: a cache file planted in a repository can
@@ -6,13 +9,12 @@ at worst produce wrong data, never run code (and a planted file fails its signat
 cudalint.core.cache_files).
 
 The form is positional: an object is `{"ClassName": [its field values, in field order]}`, a dict
-`{"": [[key, value], ...]}` (keys need not be strings), a tuple an array. Every summary a run writes
-goes through here (transformers: 2,834 summaries, 4.4 million objects), so the writer is json's C
+`{"": [[key, value], ...]}` (keys need not be strings), a tuple an array. The writer is json's C
 encoder, which calls back into Python once per IR object (`_default`), never per scalar or tuple;
-field names are not repeated in every object. Against the form before (`{"_": "Event", "kind":
-..., ...}`, built in Python, then dumped), transformers 5.23.0's summaries in one process: written
-in 2.1 s instead of 5.6, read in 5.4 s instead of 7.4, 106 MB instead of 162
-(`python benchmarks/cache_codec.py --corpus DIR` measures the form of the checkout it runs in).
+field names are not repeated in every object (when every summary was cached in this form,
+transformers 5.23.0's were written in 2.1 s instead of 5.6 for the form before, `{"_": "Event",
+"kind": ..., ...}`; `python benchmarks/cache_codec.py --corpus DIR` still measures this form beside
+the pickled one).
 
 The IR holds dicts only in fields annotated `dict` (ModuleIR.functions/classes), which `_default`
 writes in the dict form. A dict anywhere else would reach json's own encoder as a JSON object and
