@@ -347,3 +347,55 @@ def test_a_run_the_cache_answers_whole_imports_no_analysis(tmp_path: Path) -> No
     assert code == "1" and cut.stdout == before.stdout and "CUD001" in cut.stdout
     assert library == "[]"  # (the edited file's summary before is read by pickle's C half alone: cudalint.engine.summary_codec)
     assert "'cudalint.summary.summarize'" in mods and not any(f"'{m}" in mods for m in ("cudalint.analysis", "cudalint.checks")), mods
+
+
+def test_the_summaries_of_the_form_before_are_removed_and_nothing_else(tmp_path: Path) -> None:
+    """The upgrade to pickled summaries (`v2/`) left the JSON ones (`v1/`, 188 MB on vllm) on disk
+    for good: the first run that writes the index removes the entries cudalint wrote there, and
+    nothing a user keeps in the folder, nothing through a link."""
+    from cudalint.core import cache_files
+    from cudalint.engine import cache as cache_module
+
+    src = tmp_path / "proj"
+    shutil.copytree(FIXTURES / "CUD001" / "cross_module", src)
+    cache_dir = tmp_path / "cache"
+    old = [f"v1/{k[:2]}/{k}.json" for k in ("ab" + "1" * 62, "ab" + "2" * 62, "cd" + "3" * 62)]
+    for name in old:
+        cache_files.write(cache_dir, name, b'{"ModuleIR": []}')
+    (cache_dir / "v1" / "ab" / "notes.txt").write_text("mine\n")  # not an entry's name
+    (cache_dir / "v1" / "ab" / ("e" * 64 + ".json")).write_text("{}")  # an entry's name, not signed
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    shutil.copyfile(cache_dir / old[2], victim / ("4" * 64 + ".json"))
+    (cache_dir / "v1" / "ef").symlink_to(victim)  # a link in place of a folder: not followed
+    cache_module._swept.clear()
+    first = lint_paths([str(src)], cache=Cache.open(cache_dir, load_catalogue()))
+    left = sorted(p.relative_to(cache_dir).as_posix() for p in (cache_dir / "v1").rglob("*"))
+    assert left == ["v1/ab", "v1/ab/" + "e" * 64 + ".json", "v1/ab/notes.txt", "v1/ef"]
+    assert sorted(p.name for p in victim.iterdir()) == ["4" * 64 + ".json"]
+    assert _findings(first) == _findings(lint_paths([str(src)]))
+    # a folder of old entries alone goes whole; a `v1` that is a link is left as it is
+    for p in ("v1/ef", "v1/ab/notes.txt", "v1/ab/" + "e" * 64 + ".json"):
+        (cache_dir / p).unlink()
+    cache_files.write(cache_dir, old[0], b"{}")
+    (src / "gpus.py").write_text((src / "gpus.py").read_text() + "\n\ndef more():\n    return 1\n")
+    cache_module._swept.clear()
+    lint_paths([str(src)], cache=Cache.open(cache_dir, load_catalogue()))
+    assert not (cache_dir / "v1").exists() and (cache_dir / "v2").is_dir()
+    (cache_dir / "v1").symlink_to(victim)
+    (src / "gpus.py").write_text((src / "gpus.py").read_text() + "\n\ndef again():\n    return 1\n")
+    cache_module._swept.clear()
+    lint_paths([str(src)], cache=Cache.open(cache_dir, load_catalogue()))
+    assert (cache_dir / "v1").is_symlink() and sorted(p.name for p in victim.iterdir()) == ["4" * 64 + ".json"]
+
+
+def test_remove_form_counts_what_it_removed(tmp_path: Path) -> None:
+    from cudalint.core import cache_files
+
+    assert cache_files.remove_form(tmp_path, "v1") == 0  # no such folder
+    (tmp_path / "v1").write_text("a file, not a folder\n")
+    assert cache_files.remove_form(tmp_path, "v1") == 0 and (tmp_path / "v1").is_file()
+    (tmp_path / "v1").unlink()
+    for key in ("ab" + "1" * 62, "cd" + "2" * 62):
+        cache_files.write(tmp_path, f"v1/{key[:2]}/{key}.json", b"{}")
+    assert cache_files.remove_form(tmp_path, "v1") == 2 and not (tmp_path / "v1").exists()

@@ -249,3 +249,55 @@ def _prepare(root: str) -> bool:
             fh.write(text)
     _prepared.add(root)
     return True
+
+
+_ENTRY_NAME = re.compile(r"[0-9a-f]{16,64}\.[a-z]+\Z")
+_SHARD = re.compile(r"[0-9a-f]{2}\Z")
+
+
+def remove_form(root: Folder, folder: str) -> int:
+    """Delete the entries of a form this cudalint no longer reads (`folder`: "v1" once summaries
+    moved to "v2"), which would otherwise stay on disk for good: only regular files named as
+    entries (`<2 hex>/<hex digest>.<ext>`) whose first line is a cudalint signature, then the
+    folders they leave empty. Nothing through a link, nothing else a user keeps there (the cache
+    folder may be any folder: `CUDALINT_CACHE_DIR`). Returns how many entries went."""
+    top = os.path.join(os.fspath(root), folder)
+    removed = 0
+    try:
+        if not stat.S_ISDIR(os.lstat(top).st_mode):
+            return 0
+        subfolders = os.listdir(top)
+    except OSError:
+        return 0
+    for sub in subfolders:
+        where = os.path.join(top, sub)
+        try:
+            if not _SHARD.match(sub) or not stat.S_ISDIR(os.lstat(where).st_mode):
+                continue
+            names = os.listdir(where)
+        except OSError:
+            continue
+        for name in names:
+            path = os.path.join(where, name)
+            if not _ENTRY_NAME.match(name):
+                continue
+            try:
+                fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+                try:
+                    ours = stat.S_ISREG(os.fstat(fd).st_mode) and os.read(fd, len(_HEADER)) == _HEADER
+                finally:
+                    os.close(fd)
+                if ours:
+                    os.unlink(path)
+                    removed += 1
+            except OSError:
+                continue
+        try:
+            os.rmdir(where)  # (only when empty)
+        except OSError:
+            pass
+    try:
+        os.rmdir(top)
+    except OSError:
+        pass
+    return removed
