@@ -354,7 +354,6 @@ def test_the_summaries_of_the_form_before_are_removed_and_nothing_else(tmp_path:
     for good: the first run that writes the index removes the entries cudalint wrote there, and
     nothing a user keeps in the folder, nothing through a link."""
     from cudalint.core import cache_files
-    from cudalint.engine import cache as cache_module
 
     src = tmp_path / "proj"
     shutil.copytree(FIXTURES / "CUD001" / "cross_module", src)
@@ -368,7 +367,6 @@ def test_the_summaries_of_the_form_before_are_removed_and_nothing_else(tmp_path:
     victim.mkdir()
     shutil.copyfile(cache_dir / old[2], victim / ("4" * 64 + ".json"))
     (cache_dir / "v1" / "ef").symlink_to(victim)  # a link in place of a folder: not followed
-    cache_module._swept.clear()
     first = lint_paths([str(src)], cache=Cache.open(cache_dir, load_catalogue()))
     left = sorted(p.relative_to(cache_dir).as_posix() for p in (cache_dir / "v1").rglob("*"))
     assert left == ["v1/ab", "v1/ab/" + "e" * 64 + ".json", "v1/ab/notes.txt", "v1/ef"]
@@ -379,12 +377,10 @@ def test_the_summaries_of_the_form_before_are_removed_and_nothing_else(tmp_path:
         (cache_dir / p).unlink()
     cache_files.write(cache_dir, old[0], b"{}")
     (src / "gpus.py").write_text((src / "gpus.py").read_text() + "\n\ndef more():\n    return 1\n")
-    cache_module._swept.clear()
     lint_paths([str(src)], cache=Cache.open(cache_dir, load_catalogue()))
     assert not (cache_dir / "v1").exists() and (cache_dir / "v2").is_dir()
     (cache_dir / "v1").symlink_to(victim)
     (src / "gpus.py").write_text((src / "gpus.py").read_text() + "\n\ndef again():\n    return 1\n")
-    cache_module._swept.clear()
     lint_paths([str(src)], cache=Cache.open(cache_dir, load_catalogue()))
     assert (cache_dir / "v1").is_symlink() and sorted(p.name for p in victim.iterdir()) == ["4" * 64 + ".json"]
 

@@ -163,3 +163,28 @@ def test_only_the_classes_of_a_summary_may_be_read() -> None:
         + [("cudalint.core.findings", "Finding"), ("cudalint.core.findings", "Step")]
     )
     assert all(isinstance(cls, type) for cls in allowed.values())
+
+
+def test_field_types_are_checked_for_known_classes_only() -> None:
+    """serialize.has_field_types, which the pickled summaries are checked by: the annotation's type
+    in every field that names one, and False for a class the cache does not know, even one that
+    shares a name with one it does."""
+    import dataclasses
+    import subprocess
+    import sys
+
+    from cudalint.engine.serialize import has_field_types
+
+    assert has_field_types(Event("init", (1, 1, 1, 1), "t"))
+    assert not has_field_types(Event(5, (1, 1, 1, 1), "t"))
+    assert not has_field_types(object())
+
+    @dataclasses.dataclass
+    class Event2:
+        kind: str
+
+    Event2.__name__ = "Event"
+    assert not has_field_types(Event2("init"))
+    # in a fresh process, before anything made the IR's classes known
+    code = "from cudalint.engine.serialize import has_field_types\nfrom cudalint.core.ir import Event\nprint(has_field_types(Event('init', (1, 1, 1, 1), 't')))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "True\n"

@@ -35,6 +35,8 @@ MAX_ENTRY_BYTES = 512 * 1024 * 1024
 _HEADER = b"cudalint-cache-2 "
 _HEX = re.compile(r"[0-9a-f]{16,64}\Z")
 _KEY_ENV = "CUDALINT_CACHE_KEY"
+# how an entry is opened to be read: never through a link, never blocking on a FIFO planted there
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
 def is_key(value: object) -> bool:
@@ -111,7 +113,7 @@ def read(root: Folder, name: str, parse: Callable[[bytes], Any] = json.loads) ->
     if key is None:
         return None
     try:
-        fd = os.open(os.path.join(root, name), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        fd = os.open(os.path.join(root, name), _READ_FLAGS)
     except OSError:
         return None
     try:
@@ -282,7 +284,7 @@ def remove_form(root: Folder, folder: str) -> int:
             if not _ENTRY_NAME.match(name):
                 continue
             try:
-                fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+                fd = os.open(path, _READ_FLAGS)
                 try:
                     ours = stat.S_ISREG(os.fstat(fd).st_mode) and os.read(fd, len(_HEADER)) == _HEADER
                 finally:

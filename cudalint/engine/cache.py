@@ -65,19 +65,9 @@ def _entry_shape(hit: object) -> bool:
 
 
 # the folders of summaries in forms this cudalint no longer reads (`Cache._file`): an upgrade left
-# them behind (vllm's JSON summaries: 188 MB); the first run of this process that writes the index
-# removes what of them cudalint wrote (cudalint.core.cache_files.remove_form)
+# them behind (vllm's JSON summaries: 188 MB); a run that writes the index removes what of them
+# cudalint wrote (cudalint.core.cache_files.remove_form; once they are gone, one `lstat`)
 _OLD_FORMS = ("v1",)
-_swept: set = set()
-
-
-def _remove_old_forms(directory: PathLike) -> None:
-    root = os.fspath(directory)
-    if root in _swept:
-        return
-    _swept.add(root)
-    for folder in _OLD_FORMS:
-        cache_files.remove_form(root, folder)
 
 
 def default_cache_dir() -> str:
@@ -227,7 +217,8 @@ class Cache:
 
     def save_index(self) -> None:
         if self._index_dirty:
-            _remove_old_forms(self.directory)
+            for folder in _OLD_FORMS:
+                cache_files.remove_form(self.directory, folder)
             # another run sharing the cache may have written entries for other paths meanwhile
             mine = self._index or {}
             merged = self._read_json(self._index_file())

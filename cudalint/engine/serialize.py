@@ -97,6 +97,26 @@ def _with_ir() -> bool:
 _register((Finding, Step))
 
 
+def known_classes() -> tuple[type, ...]:
+    """Every class the cache may hold: Finding, Step and the IR's dataclasses (also the allowlist
+    of the pickled summaries: cudalint.engine.summary_codec)."""
+    _with_ir()
+    return tuple(_CLASSES.values())
+
+
+def has_field_types(obj: Any) -> bool:
+    """Whether `obj`, of a known class, holds in each field whose annotation names one type
+    (`_expected`) a value of that type: the check `_built` makes of what it decodes, for objects
+    read another way."""
+    made = _IN.get(type(obj).__name__)
+    if made is None and _with_ir():
+        made = _IN.get(type(obj).__name__)
+    if made is None or made[0] is not type(obj):
+        return False
+    values = _OUT[made[0]][1](obj)
+    return all(type(values[i]) is want for i, want in made[2])
+
+
 def _default(obj: Any) -> dict:
     """json's encoder calls this for what it cannot write itself: an IR object."""
     out = _OUT.get(type(obj))

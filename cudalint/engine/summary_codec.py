@@ -15,14 +15,18 @@ anything else (`os.system`, `builtins.eval`, a class of another module) is refus
 one that pickle cannot read; `loads` raises ValueError for both, which cudalint.core.cache_files
 counts a miss. The entry's signature is checked before (a planted entry never gets here); the
 allowlist keeps an entry signed with a stolen key to the harm the JSON form allowed: wrong data,
-never code run, since those classes' constructors only store their fields. What comes back must be a
-summary whose own fields, functions and classes have their types, or a finding (`_whole`); the JSON
-form checked the fields of every object, which is most of what made it slow to read.
+never code run, since those classes' constructors only store their fields. The classes and the
+field types are the JSON form's (cudalint.engine.serialize.known_classes, has_field_types): what
+comes back must be a finding, or a summary whose own fields have their types and whose functions
+and classes are of theirs (`_whole`); the JSON form checked the fields of every object, which is
+most of what made it slow to read.
 """
 from __future__ import annotations
 
 import io
-from typing import Any, Optional
+from typing import Any
+
+from cudalint.engine import serialize
 
 try:  # pickle's C half, which `pickle` itself re-exports: 0.5 ms to import where `pickle` takes 1.9, a
     # share of a run in which one file was touched, which reads only that file's summary before
@@ -35,14 +39,7 @@ _ALLOWED: dict[tuple[str, str], type] = {}
 
 def _allowed() -> dict[tuple[str, str], type]:
     if not _ALLOWED:
-        import dataclasses
-
-        from cudalint.core import findings, ir
-
-        for module in (ir, findings):
-            for value in vars(module).values():
-                if isinstance(value, type) and dataclasses.is_dataclass(value) and value.__module__ == module.__name__:
-                    _ALLOWED[(value.__module__, value.__qualname__)] = value
+        _ALLOWED.update(((cls.__module__, cls.__qualname__), cls) for cls in serialize.known_classes())
     return _ALLOWED
 
 
@@ -63,7 +60,7 @@ def dumps(value: Any) -> bytes:
         raise TypeError(str(exc)) from None
 
 
-def loads(payload: bytes) -> Optional[Any]:
+def loads(payload: bytes) -> Any:
     """What `dumps` wrote; ValueError for anything else, whatever pickle made of it."""
     try:
         value = _Reader(io.BytesIO(payload)).load()
@@ -78,18 +75,9 @@ def _whole(value: Any) -> bool:
     from cudalint.core.findings import Finding
     from cudalint.core.ir import ClassInfo, Function, ModuleIR
 
-    if type(value) is Finding:
-        return True
-    return (
-        type(value) is ModuleIR
-        and type(value.path) is str
-        and type(value.module) is str
-        and type(value.top) is tuple
-        and type(value.functions) is dict
-        and all(type(f) is Function for f in value.functions.values())
-        and type(value.classes) is dict
-        and all(type(c) is ClassInfo for c in value.classes.values())
-        and type(value.noqa) is tuple
-        and type(value.makes_llama) is bool
-        and type(value.reexports) is tuple
+    kind = type(value)
+    if kind not in (Finding, ModuleIR) or not serialize.has_field_types(value):
+        return False
+    return kind is Finding or (
+        all(type(f) is Function for f in value.functions.values()) and all(type(c) is ClassInfo for c in value.classes.values())
     )
