@@ -2,14 +2,15 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 from cudalint.inputs.config import Config
 from cudalint.core.findings import Finding
+from cudalint.core.record import record, replace
 from cudalint.core.modnames import module_name
 
+TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing, 5 ms of a warm run: cudalint.entry)
 if TYPE_CHECKING:
+    from typing import Callable, Iterable, Mapping, Optional, Sequence, Union
     # imported where they are used: a run the cache answers whole (cudalint.engine.indexed.reused_run)
     # needs no catalogue, checks, analysis or IR, and importing them was a third of its time
     from cudalint.core.catalogue import Catalogue
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from cudalint.inputs.notebook import Notebook
 
 
-@dataclass(frozen=True)
+@record
 class LintResult:
     findings: tuple[Finding, ...]
     files: int
@@ -66,10 +67,12 @@ def load_notebook(
         return nb
     result = load_module(path, catalogue, text=nb.source, cache=cache)
     if not isinstance(result, Finding):
+        import dataclasses
+
         from cudalint.summary.summarize import noqa_lines
 
         # nobody imports a notebook; noqa comments are in the cells' own text
-        result = replace(result, module="", noqa=noqa_lines(nb.original))
+        result = dataclasses.replace(result, module="", noqa=noqa_lines(nb.original))
     return nb, result
 
 
@@ -146,7 +149,6 @@ def _lint_files(
     cancelled: Optional[Callable[[], bool]],
 ) -> LintResult:
     from cudalint.engine.indexed import index_files, reused_run
-    from cudalint.engine.serialize import encode
 
     texts = {**(texts or {}), **(overlay or {})}
     modules: list[ModuleIR] = []
@@ -157,7 +159,7 @@ def _lint_files(
     # .py files go through the runner (cache, workers); notebooks are loaded here
     py_files = [p for p in files if not p.endswith(".ipynb")]
     notebook_files = [p for p in files if p.endswith(".ipynb")]
-    run_salt = None if overlay else repr((config, noqa, [encode(f) for f in findings], _fingerprints(notebook_files)))
+    run_salt = None if overlay else repr((config, noqa, [f.to_json() for f in findings], _fingerprints(notebook_files)))
     indexed = index_files(py_files, cache, texts, uncached=tuple(overlay or ()))
     if cache is not None and run_salt is not None:
         reused = reused_run(indexed, cache, run_salt)

@@ -3,6 +3,13 @@ lint command (cudalint.quick_args), everything else to click's CLI.
 
 Kept apart from cudalint.cli so that neither a traced program's start-up nor a warm run pays for
 importing click.
+
+A run the cache answers whole is mostly imports, so the modules it goes through keep theirs lean
+(tests/test_cache.py lists what they must not import): paths as strings (cudalint.fspath, not
+pathlib), records (cudalint.core.record, not dataclasses, which imports inspect), and typing's
+names for annotations only, under `TYPE_CHECKING = False`, which type checkers read as
+typing.TYPE_CHECKING (typing was 5 ms of a 110 ms warm run on lightning). Together with the
+dataclasses a warm run's instructions went from 225 M to 130 M (callgrind).
 """
 import os
 import sys

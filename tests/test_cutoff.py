@@ -83,6 +83,23 @@ def test_a_message_that_changed_with_the_same_lines_is_analyzed_again(tmp_path: 
     assert any("`gpu` is an NVML/nvidia-smi index" in line for line in second)
 
 
+def test_a_file_that_cannot_be_read_names_the_run_by_its_cud900(tmp_path: Path) -> None:
+    """A file without bytes to key takes part in both names of the run by its CUD900 (run_keys'
+    `_add_problems`): why it cannot be read changed, every summary as it was, the run says the new why."""
+    import os
+
+    src = _project(tmp_path)
+    os.symlink("missing.py", src / "broken.py")
+    first, _ = _run(src, tmp_path / "c")
+    assert "broken.py:1:1: CUD900 cannot read: no such file (a broken symlink?)" in first
+    os.mkfifo(tmp_path / "fifo")
+    (src / "broken.py").unlink()
+    os.symlink(tmp_path / "fifo", src / "broken.py")
+    second, cache = _run(src, tmp_path / "c")
+    assert second == _plain(src) != first
+    assert "broken.py:1:1: CUD900 skipped: not a regular file (a FIFO, socket or device)" in second and cache.runs_reused == 0
+
+
 def test_a_file_directive_added_as_a_comment_still_silences_its_file(tmp_path: Path) -> None:
     """`# cudalint: noqa` leaves the summary as it was, and the reused findings are those before
     the files' own directives: they are applied again on the reused ones."""

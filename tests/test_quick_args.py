@@ -19,6 +19,7 @@ from hypothesis import given, settings, strategies as st
 
 from cudalint.cli import cli
 from cudalint.command import Options
+from cudalint.core import record
 from cudalint.quick_args import parse
 
 
@@ -31,7 +32,7 @@ def clicks(argv: list[str]) -> Options | None:
     p = ctx.params
     if p["trace_flag"] or p["explain"] or p["list_rules"]:
         return None
-    fields = {name: p[name] for name in Options.__dataclass_fields__ if name in p}
+    fields = {name: p[name] for name in record.fields(Options) if name in p}
     fields["paths"] = tuple(p["paths"])
     fields["extend_catalogue"] = tuple(p["extend_catalogue"])
     return Options(**fields)

@@ -10,12 +10,14 @@ import json
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Iterable, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
 
 # CatalogueError and catalogue_files live where a run that needs no catalogue can reach them cheaply
 from cudalint.core.catalogue_source import CatalogueError, catalogue_files, digest_of, read_sources  # noqa: F401
 from cudalint.digest import hex_digest
-from cudalint.fspath import PathLike
+
+if TYPE_CHECKING:
+    from cudalint.fspath import PathLike
 
 INIT_LEVELS = ("driver", "context", "none", "lazy")
 KINDS = ("call", "method", "import", "probe", "attribute", "env_read")

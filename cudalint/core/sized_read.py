@@ -1,7 +1,9 @@
 """Reading a file whose size fstat gave, up to a limit: source files and cache entries alike."""
 from __future__ import annotations
 
-from typing import BinaryIO
+TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing, 5 ms of a warm run: cudalint.entry)
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 
 def read_upto(fh: BinaryIO, size: int, limit: int) -> bytes:

@@ -12,18 +12,18 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Optional, Union
 
 from cudalint import __version__
 from cudalint.core import cache_files
 from cudalint.digest import hasher, hex_digest
 from cudalint.core.findings import Finding
-from cudalint.engine.serialize import dumps, loads
 from cudalint.fingerprint import code_fingerprint
-from cudalint.fspath import PathLike, clean
+from cudalint.fspath import clean
 
+TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing, 5 ms of a warm run: cudalint.entry)
 if TYPE_CHECKING:  # (a run the cache answers whole imports neither: cudalint.core.catalogue_source)
+    from typing import Optional, Union
+    from cudalint.fspath import PathLike
     from cudalint.core.catalogue import Catalogue
     from cudalint.core.ir import ModuleIR
 
@@ -75,15 +75,18 @@ def default_cache_dir() -> str:
     return clean(env) if env else os.path.join(os.getcwd(), CACHE_DIR_NAME)
 
 
-@dataclass
 class Cache:
-    directory: PathLike
-    salt: str  # version + catalogue fingerprint
-    hits: int = 0
-    misses: int = 0
-    runs_reused: int = 0
-    _index: Optional[dict] = field(default=None, repr=False)
-    _index_dirty: bool = field(default=False, repr=False)
+    def __init__(self, directory: PathLike, salt: str) -> None:
+        self.directory = directory
+        self.salt = salt  # version + catalogue fingerprint
+        self.hits = 0
+        self.misses = 0
+        self.runs_reused = 0
+        self._index: Optional[dict] = None
+        self._index_dirty = False
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(directory={self.directory!r}, salt={self.salt!r})"
 
     @classmethod
     def open(cls, directory: Optional[PathLike], catalogue: "Catalogue") -> "Cache":
@@ -226,28 +229,32 @@ class Cache:
             self._index = merged
             self._write(self._index_file(), merged)
             self._index_dirty = False
+            from cudalint.engine.cache_sweep import sweep_if_due
+
+            sweep_if_due(self.directory)
 
     # ---------- whole-run results: findings for a set of keys and a configuration -----------------
     @staticmethod
     def _run_file(key: str) -> str:
         return f"runs/{key}.run"
 
+    # (the findings as `--format json` writes them, Finding.to_json: every run the cache answers
+    # whole reads one, and the generic decoder, cudalint.engine.serialize, with typing, was 6 ms of it)
     def get_run(self, key: str) -> Optional[list[Finding]]:
         """The findings an earlier run with this exact input reported (decoded and checked)."""
-        findings = cache_files.read(self.directory, self._run_file(key), loads) if cache_files.is_key(key) else None
-        if not isinstance(findings, list) or not all(isinstance(f, Finding) for f in findings):
+        rows = cache_files.read(self.directory, self._run_file(key)) if cache_files.is_key(key) else None
+        if type(rows) is not list:
+            return None
+        try:
+            findings = [Finding.from_json(row) for row in rows]
+        except ValueError:
             return None
         self.runs_reused += 1
         return findings
 
     def put_run(self, key: str, findings: list[Finding]) -> None:
-        if not cache_files.is_key(key):
-            return
-        try:
-            payload = dumps(findings)
-        except (RecursionError, TypeError, ValueError):
-            return
-        cache_files.write(self.directory, self._run_file(key), payload)
+        if cache_files.is_key(key):
+            self._write(self._run_file(key), [f.to_json() for f in findings])
 
     # ---------- proven fixes (cudalint.fixes.fix_cache): plain JSON, shape-checked by the reader ----------
     def get_fixes(self, key: str) -> object:

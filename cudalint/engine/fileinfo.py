@@ -5,11 +5,14 @@ which import nothing of the workers' side.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional
+from cudalint.core.record import record
+
+TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing, 5 ms of a warm run: cudalint.entry)
+if TYPE_CHECKING:
+    from typing import Optional
 
 
-@dataclass(frozen=True)
+@record
 class FileInfo:
     path: str
     module: str

@@ -12,14 +12,13 @@ Two names, the cheaper to know first:
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Union
-
 from cudalint.digest import hasher
 from cudalint.core.deep import call_roomy as _deep
 from cudalint.core.findings import Finding
-from cudalint.engine.serialize import dumps
 
+TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing, 5 ms of a warm run: cudalint.entry)
 if TYPE_CHECKING:
+    from typing import Any, Iterable, Mapping, Optional, Union
     from cudalint.core.ir import ModuleIR
     from cudalint.engine.cache import Cache
     from cudalint.engine.fileinfo import FileInfo
@@ -31,6 +30,15 @@ def _run_hash(kind: str, salt: str, run_salt: str) -> Any:
     return hasher(f"{kind}\0{salt}\0{run_salt}".encode(*_NAMES))
 
 
+def _add_problems(h: Any, problems: Mapping[str, Finding]) -> None:
+    """The CUD900 findings of files the parser refused, into the run's hash."""
+    if problems:  # (a run the cache answers whole has none: the generic encoder, with typing, is 6 ms)
+        from cudalint.engine.serialize import dumps
+
+        for path in sorted(problems):
+            h.update(dumps(problems[path]))
+
+
 def source_key(salt: str, run_salt: str, infos: "Iterable[FileInfo]", keys: Mapping[str, str], problems: Mapping[str, Finding]) -> str:
     """Names the files' bytes. What the checks judge follows from the configuration (in `run_salt`)
     and the catalogue (in `salt`), and a run the cache answers whole need not work it out
@@ -39,8 +47,7 @@ def source_key(salt: str, run_salt: str, infos: "Iterable[FileInfo]", keys: Mapp
     for info in infos:
         # the module name too: it comes from `__init__.py` files that need not be among the inputs
         h.update(f"\0{info.path}\0{info.module}\0{keys.get(info.path, '')}".encode(*_NAMES))
-    for path in sorted(problems):
-        h.update(dumps(problems[path]))
+    _add_problems(h, problems)
     return h.hexdigest()
 
 
@@ -63,8 +70,7 @@ def summary_key(
             if name is None:
                 return None
         h.update(f"\0{info.path}\0{info.module}\0{info.is_package}\0{name}".encode(*_NAMES))
-    for path in sorted(problems):
-        h.update(dumps(problems[path]))
+    _add_problems(h, problems)
     return h.hexdigest()
 
 
@@ -73,6 +79,8 @@ def same_summary(old: Optional[Union[ModuleIR, Finding]], new: Union[ModuleIR, F
     the IR would not do, a Label compares by its origin alone and not by its text)."""
     if old is None:
         return False
+    from cudalint.engine.serialize import dumps
+
     try:
         return dumps(old) == dumps(new)
     except (TypeError, ValueError, RecursionError):
@@ -96,4 +104,3 @@ def summary_names(cache: "Cache", infos: "list[FileInfo]", results: Mapping[str,
                 cache.name_summary(path, keys[path], old_name)
         names[path] = cache.summary_name(path)
     return names
-

@@ -30,7 +30,8 @@ import sys
 import typing
 from typing import Any, Callable, Iterable
 
-from cudalint.core.findings import Finding, Step
+from cudalint.core import record
+from cudalint.core.findings import Finding, Step  # (records: cudalint.core.record)
 
 _SCALARS = (str, int, float, bool, type(None))
 _intern = sys.intern
@@ -78,7 +79,7 @@ def _register(classes: Iterable[type]) -> None:
     for cls in classes:
         name = cls.__name__
         _CLASSES[name] = cls
-        _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))
+        _FIELDS[cls] = record.fields(cls) if cls in (Finding, Step) else tuple(f.name for f in dataclasses.fields(cls))
         _OUT[cls] = (name, _getter(_FIELDS[cls]), _dict_fields(cls))
         _IN[name] = (cls, len(_FIELDS[cls]), _expected(cls))
 

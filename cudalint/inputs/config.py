@@ -1,10 +1,10 @@
 """What a run is asked to do: which rules, which files, which extra catalogues, which Python."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from cudalint.core.record import record
 
 
-@dataclass(frozen=True)
+@record
 class Config:
     select: tuple[str, ...] = ()  # empty: every rule that is on by default
     extend_select: tuple[str, ...] = ()  # added to `select` (ruff's extend-select)

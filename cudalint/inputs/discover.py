@@ -8,13 +8,14 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Iterator, Optional
 
 from cudalint.core.findings import Finding
+from cudalint.core.record import record
 from cudalint.fspath import folders_up
 
+TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing, 5 ms of a warm run: cudalint.entry)
 if TYPE_CHECKING:
+    from typing import Iterable, Iterator, Optional
     import pathspec
 
 SKIP_DIRS = frozenset(
@@ -27,7 +28,7 @@ SKIP_DIRS = frozenset(
 SUFFIXES = (".py", ".pyi", ".ipynb")
 
 
-@dataclass(frozen=True)
+@record
 class Discovered:
     files: tuple[str, ...]
     problems: tuple[Finding, ...]

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Optional, Union
 
-
 from cudalint.core.findings import Finding, Step
+from cudalint.core.record import replace
 from cudalint.inputs.source import decode, problem, too_big
 
 # cell magics whose body is Python (IPython runs it); any other cell magic's body is not Python

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from typing import Iterable, Optional, TextIO
 
 from cudalint.core.findings import Finding
 from cudalint.output import json_text
+
+TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing, 5 ms of a warm run: cudalint.entry)
+if TYPE_CHECKING:
+    from typing import Iterable, Optional, TextIO
 
 _RESET = "\x1b[0m"
 _STYLES = {"path": "\x1b[1m", "code": "\x1b[1;31m", "dim": "\x1b[2m", "summary": "\x1b[1m"}

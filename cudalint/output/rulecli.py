@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import fields
+from cudalint.core.record import fields
 from typing import Optional
 
 import click
@@ -58,10 +58,10 @@ def show_settings(config, config_path: Optional[str], cache_dir: Optional[str]) 
     names = {field_name: key for key, (field_name, _) in KEYS.items()}
     click.echo(f"Settings path: {shown(config_path) if config_path is not None else '(none: defaults)'}")
     click.echo(f"Cache dir: {cache_dir if cache_dir is not None else '(no cache)'}")
-    for f in fields(config):
-        value = getattr(config, f.name)
-        if f.name == "per_file_ignores":
+    for name in fields(config):
+        value = getattr(config, name)
+        if name == "per_file_ignores":
             value = {pattern: list(codes) for pattern, codes in value}
         elif isinstance(value, tuple):
             value = list(value)
-        click.echo(f"{names.get(f.name, f.name)} = {json.dumps(value)}")
+        click.echo(f"{names.get(name, name)} = {json.dumps(value)}")

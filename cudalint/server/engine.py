@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Optional, Union
 
@@ -21,7 +21,6 @@ from cudalint.core.ir import ModuleIR
 MEMORY_ENTRIES = 20000  # summaries kept in memory (a few KB each): bounded for a very large project
 
 
-@dataclass
 class MemoryCache(Cache):
     """The summary cache with decoded summaries kept in memory (LRU by insertion), each as the last
     analysis used it: stripped of the thread model's events while no module makes a llama.cpp
@@ -31,7 +30,9 @@ class MemoryCache(Cache):
     definition 3.5 -> 3.0 s, peak memory 559 -> 369 MB. `get` answers whole summaries only, as the
     files do; `kept` answers either, saying which."""
 
-    _memory: dict = field(default_factory=dict, repr=False)  # key -> (summary or CUD900 finding, stripped)
+    def __init__(self, directory: "str | os.PathLike[str]", salt: str) -> None:
+        super().__init__(directory, salt)
+        self._memory: dict = {}  # key -> (summary or CUD900 finding, stripped)
 
     def get(self, key: str) -> Optional[Union[ModuleIR, Finding]]:
         hit = self._memory.get(key)

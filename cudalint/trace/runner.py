@@ -148,7 +148,7 @@ def exit_status(confirmed: bool, returncode: int) -> int:
 
 def _relative(findings: list[Finding], cwd: str) -> list[Finding]:
     """The linter's path style: relative to the working directory when under it."""
-    from dataclasses import replace
+    from cudalint.core.record import replace
 
     def rel(p: str) -> str:
         if not os.path.isabs(p):
