@@ -7,6 +7,8 @@ import shutil
 import sys
 from pathlib import Path
 
+import pytest
+
 from cudalint.api import lint_paths
 from cudalint.engine.cache import Cache
 from cudalint.core.catalogue import load_catalogue
@@ -350,6 +352,22 @@ def test_a_run_the_cache_answers_whole_imports_no_analysis(tmp_path: Path) -> No
     # the summarizer's IR is made of dataclasses)
     assert library == "['dataclasses', 'inspect', 'typing']"
     assert "'cudalint.summary.summarize'" in mods and not any(f"'{m}" in mods for m in ("cudalint.analysis", "cudalint.checks")), mods
+
+
+@pytest.mark.parametrize("options", [["--format", "sarif"], ["--format", "github"], ["--statistics"], ["--show-source"]])
+def test_no_output_of_a_run_the_cache_answers_imports_dataclasses_or_typing(tmp_path: Path, options: list) -> None:
+    """The other outputs than text and JSON too (cudalint.core.record, cudalint.entry)."""
+    import ast
+    import subprocess
+    import sys
+
+    shutil.copytree(FIXTURES / "CUD001", tmp_path / "proj")
+    args = [sys.executable, "-c", _IMPORTED, "--cache-dir", str(tmp_path / "c"), *options, "proj"]
+    runs = [subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=120) for _ in range(2)]
+    assert runs[0].stdout == runs[1].stdout and "CUD001" in runs[1].stdout
+    warm = runs[1].stderr.splitlines()
+    assert warm[0] == "1 []"
+    assert not {"dataclasses", "inspect", "typing"} & set(ast.literal_eval(warm[1])), warm[1]
 
 
 def test_the_summaries_of_the_form_before_are_removed_and_nothing_else(tmp_path: Path) -> None:

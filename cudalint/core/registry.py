@@ -2,8 +2,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-
+from cudalint.core.record import record
 from cudalint.resources import rules_dir
 
 DOC_SECTIONS = (
@@ -16,7 +15,7 @@ DOC_SECTIONS = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class Rule:
     code: str
     name: str

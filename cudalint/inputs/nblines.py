@@ -12,7 +12,10 @@ import bisect
 import re
 from functools import lru_cache
 from json.decoder import scanstring
-from typing import Any, Optional
+
+TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing, 5 ms of a warm run: cudalint.entry)
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 _WS = re.compile(r"[ \t\n\r]*")
 _ATOM = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null")
