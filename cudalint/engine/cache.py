@@ -3,7 +3,8 @@
 Like ruff's `.ruff_cache`: unchanged files are not parsed again, and their summaries serve the
 cross-module analysis and the flake8 plugin alike. A summary is pickled under an allowlist of the
 IR's classes (cudalint.engine.summary_codec: a change to one file reads every other summary back);
-the index, the whole-run findings and the fixes are plain JSON (cudalint.engine.serialize). Every
+the index and the fixes are plain JSON, the whole-run findings as `--format json` writes them
+(Finding.to_json, read back by Finding.from_json). Every
 entry is signed and written atomically by cudalint.core.cache_files: the cache is untrusted input,
 and an entry that is missing, planted, damaged or of the wrong shape is a miss, never a changed
 result.

@@ -1,6 +1,7 @@
-"""IR and findings to plain JSON and back: the whole-run results the cache keeps (lists of findings),
-the CUD900 findings hashed into a run's key, and the encoding by which two summaries are compared
-field for field (cudalint.engine.run_keys.same_summary). Summaries themselves are cached pickled
+"""IR and findings to plain JSON and back: the CUD900 findings hashed into a run's key, and the
+encoding by which two summaries are compared field for field (cudalint.engine.run_keys.same_summary).
+The whole-run findings the cache keeps are `--format json`'s rows (cudalint.core.findings.Finding.
+from_json: a run the cache answers whole imports neither this module nor typing). Summaries themselves are cached pickled
 (cudalint.engine.summary_codec: read back five times faster).
 
 Generic over the dataclasses of `cudalint.core.ir` (and Finding/Step), so new IR node types need no code
