@@ -13,7 +13,7 @@ from cudalint.api import lint_paths
 from cudalint.core import cache_files
 from cudalint.core.catalogue import load_catalogue
 from cudalint.engine import cache_sweep
-from cudalint.engine.cache import Cache
+from cudalint.engine.cache import Cache, named_summaries
 from tests.fixture_expectations import FIXTURES
 
 DAY = 24 * 3600
@@ -81,7 +81,7 @@ def test_a_sweep_removes_what_no_run_can_use_and_nothing_else(tmp_path: Path) ->
     (root / "fixes" / (k[10] + ".json")).symlink_to(victim / Path(named[0]).name)  # an entry that is a link
     kept |= {root / "v2" / "ff", root / "fixes" / (k[10] + ".json")}
     _aged(index, 1)
-    assert cache_sweep.sweep(root, time.time()) == 6
+    assert cache_sweep.sweep(root, time.time(), named_summaries) == 6
     assert index.stat().st_mtime < time.time() - DAY / 2  # (every file it names is there: not written again)
     left = _files(root)
     assert not any(p.relative_to(root).as_posix() in left for p in gone)
@@ -99,7 +99,7 @@ def test_a_file_that_went_leaves_the_index_then_its_summary_goes(tmp_path: Path)
     assert len(gpus) == 1
     for p in (root / "v2").rglob("*.pickle"):
         _aged(p, 2)
-    assert cache_sweep.sweep(root, time.time()) == 1
+    assert cache_sweep.sweep(root, time.time(), named_summaries) == 1
     after = cache_files.read(root, f"index/{index.name}")
     assert set(after) == {w for w in before if not w.endswith("gpus.py")}
     assert not list((root / "v2").rglob(f"{gpus[0]}.pickle")) and len(list((root / "v2").rglob("*.pickle"))) == len(after)
@@ -111,20 +111,20 @@ def test_a_sweep_is_due_once_a_day_and_the_first_run_starts_the_clock(tmp_path: 
     root.mkdir()
     old = _entry(root, f"runs/{'a' * 64}.run", 40)
     now = time.time()
-    assert cache_sweep.sweep_if_due(root, now) is None and old.exists()  # no stamp yet: made now
+    assert cache_sweep.sweep_if_due(root, named_summaries, now) is None and old.exists()  # no stamp yet: made now
     stamp = root / cache_sweep.STAMP
     assert abs(stamp.stat().st_mtime - now) < 1
-    assert cache_sweep.sweep_if_due(root, now + DAY - 60) is None and old.exists()
-    assert cache_sweep.sweep_if_due(root, now + DAY) == 1 and not old.exists()
+    assert cache_sweep.sweep_if_due(root, named_summaries, now + DAY - 60) is None and old.exists()
+    assert cache_sweep.sweep_if_due(root, named_summaries, now + DAY) == 1 and not old.exists()
     assert abs(stamp.stat().st_mtime - (now + DAY)) < 1
     _entry(root, f"runs/{'b' * 64}.run", 40)
-    assert cache_sweep.sweep_if_due(root, now - 2 * DAY) == 1  # a clock set back: sweep, restart the clock
+    assert cache_sweep.sweep_if_due(root, named_summaries, now - 2 * DAY) == 1  # a clock set back: sweep, restart the clock
     stamp.unlink()
     stamp.symlink_to(tmp_path / "elsewhere")
-    assert cache_sweep.sweep_if_due(root, now + 9 * DAY) is None and not (tmp_path / "elsewhere").exists()
+    assert cache_sweep.sweep_if_due(root, named_summaries, now + 9 * DAY) is None and not (tmp_path / "elsewhere").exists()
     stamp.unlink()
     os.mkfifo(stamp)
-    assert cache_sweep.sweep_if_due(root, now + 9 * DAY) is None
+    assert cache_sweep.sweep_if_due(root, named_summaries, now + 9 * DAY) is None
 
 
 def test_a_run_that_writes_the_index_sweeps_and_a_run_the_cache_answers_does_not(tmp_path: Path) -> None:

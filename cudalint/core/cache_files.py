@@ -168,6 +168,16 @@ def write(root: Folder, name: str, payload: bytes) -> None:
         pass
 
 
+def write_json(root: Folder, name: str, value: object) -> None:
+    """`write` of `value` as compact JSON; a value JSON cannot hold (nested too deeply, a TOML date)
+    is not written: the cache is an optimization, never a failure."""
+    try:
+        payload = json.dumps(value, separators=(",", ":")).encode("utf-8", "surrogateescape")  # one shot: json.dump never uses the C encoder
+    except (RecursionError, ValueError, TypeError):
+        return
+    write(root, name, payload)
+
+
 # folders of the cache this process made or found and checked to resolve inside it, with their
 # identity then: a cold run writes thousands of entries into 256 folders, and the checks cost two
 # `realpath`s each (a fifth of writing a small entry). A folder whose path now leads to another

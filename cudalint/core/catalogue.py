@@ -6,7 +6,6 @@ documented in `rules/catalogue/README.md`.
 from __future__ import annotations
 
 import fnmatch
-import json
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -448,8 +447,4 @@ def _keep(name: str, value: Any, cache_dir: str) -> None:
     """Write `value` as plain JSON at `name`; a failure only costs time."""
     from cudalint.core import cache_files
 
-    try:
-        payload = json.dumps(value).encode()
-    except (TypeError, ValueError):  # a TOML date has no JSON form: what holds one is parsed each time
-        return
-    cache_files.write(cache_dir, name, payload)
+    cache_files.write_json(cache_dir, name, value)  # (a TOML date has no JSON form: what holds one is parsed each time)

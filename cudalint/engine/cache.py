@@ -11,7 +11,6 @@ result.
 """
 from __future__ import annotations
 
-import json
 import os
 
 from cudalint import __version__
@@ -69,6 +68,28 @@ def _entry_shape(hit: object) -> bool:
 # them behind (vllm's JSON summaries: 188 MB); a run that writes the index removes what of them
 # cudalint wrote (cudalint.core.cache_files.remove_form; once they are gone, one `lstat`)
 _OLD_FORMS = ("v1",)
+
+
+def named_summaries(root: PathLike) -> set[str]:
+    """The keys of the summaries the indexes in `root` name, each index first rid of the entries of
+    files that no longer exist (a file deleted or renamed: its entry would name its last summary for
+    good); what cudalint.engine.cache_sweep keeps."""
+    named: set[str] = set()
+    try:
+        names = os.listdir(os.path.join(os.fspath(root), "index"))
+    except OSError:
+        return named
+    for name in names:
+        if not name.endswith(".idx"):
+            continue
+        index = cache_files.read(root, f"index/{name}")
+        if not isinstance(index, dict):
+            continue
+        kept = {where: hit for where, hit in index.items() if os.path.lexists(where.partition("\0")[0])}  # (`_index_key`)
+        if len(kept) < len(index):
+            cache_files.write_json(root, f"index/{name}", kept)
+        named.update(hit[2] for hit in kept.values() if _entry_shape(hit))
+    return named
 
 
 def default_cache_dir() -> str:
@@ -232,7 +253,7 @@ class Cache:
             self._index_dirty = False
             from cudalint.engine.cache_sweep import sweep_if_due
 
-            sweep_if_due(self.directory)
+            sweep_if_due(self.directory, named_summaries)
 
     # ---------- whole-run results: findings for a set of keys and a configuration -----------------
     @staticmethod
@@ -266,8 +287,4 @@ class Cache:
             self._write(f"fixes/{key}.json", value)
 
     def _write(self, name: str, value: object) -> None:
-        try:
-            payload = json.dumps(value, separators=(",", ":")).encode("utf-8", "surrogateescape")  # one shot: json.dump never uses the C encoder
-        except (RecursionError, ValueError, TypeError):
-            return  # data nested too deeply for json: the cache is an optimization, never a failure
-        cache_files.write(self.directory, name, payload)
+        cache_files.write_json(self.directory, name, value)

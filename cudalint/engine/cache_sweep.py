@@ -22,7 +22,6 @@ way has written before it saves its index.
 """
 from __future__ import annotations
 
-import json
 import os
 import stat
 import time
@@ -31,19 +30,22 @@ from cudalint.core import cache_files
 
 TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing: cudalint.entry)
 if TYPE_CHECKING:
+    from typing import Callable
+
     from cudalint.fspath import PathLike
 
 DAY = 24 * 3600.0
 SWEEP_EVERY = DAY
 UNUSED_FOR = 30 * DAY
 STAMP = "sweep.stamp"
-# (folder, whether it holds `<2 hex>/` shards) of what goes when unused: the summaries go when unnamed
-_BY_AGE = (("index", False), ("runs", False), ("fixes", False), ("catalogue", False))
+# what goes when unused (flat folders); the summaries (`v2/`, in shards) go when unnamed
+_BY_AGE = ("index", "runs", "fixes", "catalogue")
 
 
-def sweep_if_due(root: PathLike, now: float | None = None) -> int | None:
+def sweep_if_due(root: PathLike, named: Callable[[PathLike], set[str]], now: float | None = None) -> int | None:
     """Sweep `root` when its last sweep is a day old (the first run only starts the clock); the
-    number of entries removed, or None when none was due."""
+    number of entries removed, or None when none was due. `named`: the summaries the indexes name
+    (cudalint.engine.cache.named_summaries, which knows the index's form)."""
     now = time.time() if now is None else now
     stamp = os.path.join(os.fspath(root), STAMP)
     try:
@@ -58,43 +60,19 @@ def sweep_if_due(root: PathLike, now: float | None = None) -> int | None:
         return None
     if not due or not _touch(stamp, now):  # (before the sweep: a run at the same time sees it done)
         return None
-    return sweep(root, now)
+    return sweep(root, now, named)
 
 
-def sweep(root: PathLike, now: float) -> int:
+def sweep(root: PathLike, now: float, named: Callable[[PathLike], set[str]]) -> int:
     """Remove what no run can use any more (see the module doc); the number of entries removed."""
     removed = 0
-    for folder, sharded in _BY_AGE:
-        removed += cache_files.remove_entries(root, folder, lambda name, st: st.st_mtime < now - UNUSED_FOR, sharded, now - DAY)
-    named = _named_summaries(root)
+    for folder in _BY_AGE:  # (the indexes first: what only a stale one names goes below)
+        removed += cache_files.remove_entries(root, folder, lambda name, st: st.st_mtime < now - UNUSED_FOR, False, now - DAY)
+    keep = named(root)
     removed += cache_files.remove_entries(
-        root, "v2", lambda name, st: name.partition(".")[0] not in named and st.st_mtime < now - DAY, True, now - DAY
+        root, "v2", lambda name, st: name.partition(".")[0] not in keep and st.st_mtime < now - DAY, True, now - DAY
     )
     return removed
-
-
-def _named_summaries(root: PathLike) -> set[str]:
-    """The keys of the summaries the indexes left in the folder name (every cudalint and catalogue
-    that used it within UNUSED_FOR: the older indexes went first)."""
-    named: set[str] = set()
-    try:
-        names = os.listdir(os.path.join(os.fspath(root), "index"))
-    except OSError:
-        return named
-    for name in names:
-        if not name.endswith(".idx"):
-            continue
-        index = cache_files.read(root, f"index/{name}")
-        if not isinstance(index, dict):
-            continue
-        # (a file deleted or renamed since: its entry would name its last summary for good)
-        kept = {where: hit for where, hit in index.items() if os.path.lexists(where.partition("\0")[0])}
-        if len(kept) < len(index):
-            cache_files.write(root, f"index/{name}", json.dumps(kept, separators=(",", ":")).encode("utf-8", "surrogateescape"))
-        for hit in kept.values():
-            if type(hit) is list and len(hit) == 5 and cache_files.is_key(hit[2]):
-                named.add(hit[2])
-    return named
 
 
 def _touch(path: str, now: float) -> bool:

@@ -80,7 +80,7 @@ def _register(classes: Iterable[type]) -> None:
     for cls in classes:
         name = cls.__name__
         _CLASSES[name] = cls
-        _FIELDS[cls] = record.fields(cls) if cls in (Finding, Step) else tuple(f.name for f in dataclasses.fields(cls))
+        _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls)) if dataclasses.is_dataclass(cls) else record.fields(cls)
         _OUT[cls] = (name, _getter(_FIELDS[cls]), _dict_fields(cls))
         _IN[name] = (cls, len(_FIELDS[cls]), _expected(cls))
 
