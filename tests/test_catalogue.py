@@ -296,3 +296,92 @@ def test_process_and_thread_effects(cat):
     assert one(cat, "multiprocessing.set_start_method").get("sets_start_method") is True
     assert one(cat, "threading.Thread").get("starts_thread") is True
     assert one(cat, "anyio.Lock").get("lock") is True
+
+
+# ---- the shipped pack of parsed TOML (cudalint.core.catalogue_pack) ---------------------------
+
+def test_the_shipped_pack_is_what_the_catalogue_files_make_now() -> None:
+    """rules/catalogue-parsed.json is generated; after an edit of a catalogue file, `make catalogue`
+    writes it again (a stale pack only costs time: the edited file is parsed)."""
+    from cudalint.core.catalogue_pack import pack_path, packed
+    from cudalint.core.catalogue_source import read_sources
+
+    with open(pack_path(), encoding="utf-8") as fh:
+        assert fh.read() == packed(read_sources()), "rules/catalogue-parsed.json is stale: run `make catalogue`"
+
+
+def test_the_pack_answers_by_bytes_and_a_file_it_lacks_is_parsed(tmp_path: Path, monkeypatch) -> None:
+    from cudalint.core import catalogue, catalogue_pack
+    from cudalint.core.catalogue import _load
+    from cudalint.core.catalogue_source import read_sources
+
+    sources = read_sources()
+    first_path, first = sources[0]
+    assert catalogue_pack.shipped(first) is not None
+    assert catalogue_pack.shipped(first + b"\n# edited\n") is None  # (other bytes: not in the pack)
+    # the catalogue made from the pack is the one made from the files
+    _load.cache_clear()
+    with_pack = load_catalogue()
+    parsed = []
+    monkeypatch.setattr(catalogue, "shipped", lambda data: parsed.append(data) and None)
+    _load.cache_clear()
+    assert load_catalogue() == with_pack
+    assert len(parsed) == len(sources)
+    # a user's file with a bundled file's bytes is the same tables; an edited one is its own
+    monkeypatch.undo()
+    mine = tmp_path / "mine.toml"
+    mine.write_bytes(first + b'\n[[api]]\nname = "mylib.init"\ninit = "driver"\nevidence = "[EMP] ours"\n')
+    _load.cache_clear()
+    extended = load_catalogue([mine])
+    assert [a.name for a in extended.apis if a.source == str(mine)][-1] == "mylib.init"
+    _load.cache_clear()
+
+
+@pytest.mark.parametrize("text", ["", "{", "[]", '{"format": 1, "tables": []}', '{"format": 2, "tables": {}}'])
+def test_a_missing_or_broken_pack_means_the_files_are_parsed(tmp_path: Path, monkeypatch, text: str) -> None:
+    from cudalint.core import catalogue_pack
+    from cudalint.core.catalogue import _load
+    from cudalint.core.catalogue_source import read_sources
+
+    _load.cache_clear()
+    reference = load_catalogue()
+    pack = tmp_path / "pack.json"
+    if text:
+        pack.write_text(text)
+    monkeypatch.setattr(catalogue_pack, "pack_path", lambda: str(pack))
+    catalogue_pack._tables.cache_clear()
+    try:
+        assert catalogue_pack.shipped(read_sources()[0][1]) is None
+        _load.cache_clear()
+        assert load_catalogue() == reference
+    finally:
+        monkeypatch.undo()
+        catalogue_pack._tables.cache_clear()
+        _load.cache_clear()
+
+
+def test_calls_named_tries_only_the_globs_that_may_match_and_finds_what_all_of_them_find() -> None:
+    """`calls_named` tries a glob whose literal head holds a dot only on names of that first part
+    (`Catalogue._globs_for`); its answer is the one every glob tried on the name gives."""
+    import fnmatch
+
+    from hypothesis import given, settings, strategies as st
+
+    from cudalint.core.catalogue import _glob_root, build, parse_catalogue_text
+
+    assert [_glob_root(p) for p in ("*", "torch.*", "pynvml.nvml*", "pynvml*", "a.*.b", "[t]orch.*", "t?rch.x", "x.y.z*")] == [None, "torch", "pynvml", None, "a", None, None, "x"]
+    text = "\n".join(
+        f'[[api]]\nname = "{name}"\ninit = "none"\nevidence = "[EMP] test"\n'
+        for name in ("*", "torch.*", "torch.cuda.*", "pynvml.nvml*", "pynvml*", "a.*.b", "[t]orch.x", "t?rch.y", "torch.cuda.init")
+    )
+    cat = build([parse_catalogue_text(text, "globs.toml")])
+    parts = st.sampled_from(["torch", "t0rch", "torch.cuda", "pynvml", "pynvmlx", "nvml", "a", "b", "x", "cuda", "init", "y", ""])
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(parts, min_size=1, max_size=4))
+    def check(words: list) -> None:
+        name = ".".join(words)
+        everyone = cat.by_name.get(name, ()) + tuple(a for a in cat.globs if fnmatch.fnmatchcase(name, a.name))
+        assert cat.calls_named(name) == everyone
+
+    check()

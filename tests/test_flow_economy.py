@@ -129,3 +129,24 @@ def test_an_initialization_made_sure_on_a_later_line_holds_in_every_caller(tmp_p
     assert found == [("main.py", 6, "CUD001")]
     (finding,) = an.findings.values()
     assert [(Path(s.path).name, s.line) for s in finding.witness] == [("lib.py", 5), ("main.py", 5), ("main.py", 6)]
+
+
+def test_the_summarizer_asks_about_the_environment_only_where_the_text_can_name_it() -> None:
+    """`is_env` and the environment reads of every call and assignment are skipped in a module whose
+    text holds none of the mappings' names nor `getenv` (cudalint.summary.summarize, `env_possible`),
+    unless a catalogued call returns the environment (tests/test_settings.py keeps that finding)."""
+    from cudalint.core.catalogue import build, catalogue_files, load_catalogue, parse_catalogue_text
+    from cudalint.summary.summarize import _Summarizer
+
+    cat = load_catalogue()
+
+    def possible(text: str, catalogue=cat) -> bool:
+        return _Summarizer(text, "m.py", "m", catalogue, False).env_possible
+
+    assert not possible("import torch\nx = torch.cuda.device_count()\n")
+    assert possible("from os import environ as E\n") and possible("from os import getenv\n") and possible("x = os.environb\n")
+    os_toml = next(p for p in catalogue_files() if p.endswith("os.toml"))
+    bundled_os = parse_catalogue_text(Path(os_toml).read_text(encoding="utf-8"), os_toml)
+    returns_env = parse_catalogue_text('[[api]]\nname = "lib.env"\nreturns = "os.environ"\nevidence = "[EMP] test"\n', "lib.toml")
+    assert not possible("import lib\n", build([bundled_os]))
+    assert possible("import lib\n", build([bundled_os, returns_env]))

@@ -300,12 +300,15 @@ def test_a_planted_catalogue_entry_hides_nothing(tmp_path: Path) -> None:
         [[]],  # not a table
     ],
 )
-def test_the_whole_catalogue_entry_answers_alone_and_a_damaged_one_is_a_miss(tmp_path: Path, damage) -> None:
+def test_the_whole_catalogue_entry_answers_alone_and_a_damaged_one_is_a_miss(tmp_path: Path, damage, monkeypatch) -> None:
     """The parsed TOML of every catalogue file is also kept in one entry (one read, not 31); a
-    damaged one is a miss, and the catalogue is made from the files as before."""
+    damaged one is a miss, and the catalogue is made from the files as before. (Without the shipped
+    pack, cudalint.core.catalogue_pack: as for files it does not hold, such as a user's.)"""
+    from cudalint.core import catalogue
     from cudalint.core.catalogue import _load, _whole_file, load_catalogue as load
     from cudalint.core.catalogue_source import digest_of, read_sources
 
+    monkeypatch.setattr(catalogue, "shipped", lambda data: None)
     src, cache_dir = _project(tmp_path), tmp_path / "cache"
     plain = _run(src, None)
     _load.cache_clear()

@@ -201,3 +201,14 @@ def test_a_warm_cache_follows_the_extend_catalogues_bytes(tmp_path: Path) -> Non
         proc = cudalint(proj, *args)
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.startswith("cudalint: ") and "gpu.toml" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_catalogued_call_that_returns_the_environment_is_followed_where_no_text_names_it(tmp_path: Path) -> None:
+    """A module whose text never says `environ` or `getenv` cannot name the process environment
+    through its own imports and names, and the summarizer skips asking (cudalint.summary.summarize,
+    `env_possible`); a catalogued call that returns it (`returns = "os.environ"`) still makes the
+    name it is bound to the environment."""
+    catalogue = CATALOGUE + '\n[[api]]\nname = "ourgpu.process_env"\nreturns = "os.environ"\nevidence = "[EMP] test"\n'
+    user = 'import ourgpu\n\nsettings = ourgpu.process_env()\nourgpu.start()\nsettings["CUDA_VISIBLE_DEVICES"] = "1"\n'
+    proj = project(tmp_path, '[tool.cudalint]\nextend-catalogue = ["gpu.toml"]\n', {"gpu.toml": catalogue, "t.py": user})
+    assert found(cudalint(proj, "--format", "json", ".")) == [("t.py", 5, "CUD001")]

@@ -43,6 +43,8 @@ class Lines:
     def __init__(self, text: str) -> None:
         # (str.split when there is no `\r`, as in most files: the regex split was 1 % of a worker's time)
         self.lines = _LINE_ENDS.split(text) if "\r" in text else text.split("\n")
+        # an ASCII file's byte columns are its character columns: no line is looked at for them
+        self.ascii = text.isascii()
 
     def _line(self, n: int) -> str:
         return self.lines[n - 1] if 0 < n <= len(self.lines) else ""
@@ -57,6 +59,9 @@ class Lines:
     def loc(self, node: Located) -> Loc:
         """(line, column, end line, end column), columns 1-based."""
         line, end = node.lineno, node.end_lineno or node.lineno  # type: ignore[union-attr]
+        if self.ascii:
+            stop = node.end_col_offset  # type: ignore[union-attr]
+            return (line, node.col_offset + 1, end, (stop if stop is not None else node.col_offset) + 1)  # type: ignore[union-attr]
         return (
             line,
             self.column(line, node.col_offset) + 1,  # type: ignore[union-attr]
@@ -71,7 +76,7 @@ class Lines:
             return ""
         if line == end:
             text = self._line(line)
-            if text.isascii():
+            if self.ascii or text.isascii():
                 return text[start:stop]
             return text.encode("utf-8")[start:stop].decode("utf-8", "replace")
         first = self._line(line).encode("utf-8")[start:].decode("utf-8", "replace")

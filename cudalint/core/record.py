@@ -15,6 +15,8 @@ between records. `replace` and `fields` stand for dataclasses' own.
 """
 from __future__ import annotations
 
+from operator import attrgetter
+
 TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing: cudalint.entry)
 if TYPE_CHECKING:
     from typing import Any, Callable, TypeVar
@@ -63,9 +65,21 @@ def _make(cls: type, order: bool, not_compared: tuple[str, ...]) -> type:
     compared = tuple(n for n in names if n not in not_compared)
     known = frozenset(names)
 
+    count = len(names)
+    # given the first n fields by position, the rest take their defaults: these
+    rests = {n: tuple(zip(names[n:], defaults[n:])) for n in range(first_default, count + 1)}
+
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        if len(args) > len(names):
-            raise TypeError(f"{cls.__name__}() takes {len(names)} arguments, {len(args)} given")
+        rest = rests.get(len(args)) if not kwargs else None
+        if rest is not None:
+            # by position, with defaults after: how the analysis makes its steps, thousands a run
+            store = self.__dict__
+            store.update(zip(names, args))
+            if rest:
+                store.update(rest)
+            return
+        if len(args) > count:
+            raise TypeError(f"{cls.__name__}() takes {count} arguments, {len(args)} given")
         values = dict(zip(names, args))
         for name, value in kwargs.items():
             if name not in known:
@@ -84,8 +98,13 @@ def _make(cls: type, order: bool, not_compared: tuple[str, ...]) -> type:
         inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
         return f"{type(self).__qualname__}({inner})"
 
-    def key(self: Any) -> tuple:
-        return tuple(getattr(self, name) for name in compared)
+    if len(compared) > 1:
+        key = attrgetter(*compared)  # (a tuple of the values, at C speed)
+    else:
+        one = attrgetter(*compared) if compared else (lambda _self: None)
+
+        def key(self: Any) -> tuple:
+            return (one(self),) if compared else ()
 
     def __eq__(self: Any, other: Any) -> Any:
         return key(self) == key(other) if other.__class__ is self.__class__ else NotImplemented

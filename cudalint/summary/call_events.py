@@ -44,7 +44,7 @@ class _CallEvents:
             if owner and isinstance(attr, str):
                 self.monkeypatch_event(f"{owner}.{attr}", call, out)
         label_effects.method_call(self, call, q, scope, out)
-        child_env.on_call(self, call, q, scope, out)
+        child_env.on_call(self, call, q, scope, out, args)
         shell_env.on_call(self, call, q, scope, out)
         if scope.qualname and not cuda_attrs.use(self, call, scope, out) and self._cuda_names(scope):
             self.cuda_object_use(call, scope, out)
@@ -157,7 +157,7 @@ class _CallEvents:
         """The variables `expr` reads, directly or through a name bound to such a read (`old_value`
         in `if old_value is None: del os.environ[V]`, `os.environ[V] = old_value`: vllm's
         guard_cuda_initialization restores what it read)."""
-        if expr is None:
+        if expr is None or not self.env_possible:
             return set()
         found = static_guards.env_reads(expr, lambda e: self.is_env(e, scope), lambda e: self.key_of(e, scope))
         if any(sc.env_values for sc in scope.chain()):  # (else no name holds a read: most binds)
@@ -172,7 +172,15 @@ class _CallEvents:
                 out.append(self.env_event(span(key, val), self.key_of(key, scope), self.text(val), val))
 
     def is_env(self, expr: ast.AST, scope: _Scope) -> bool:
-        if type(expr) is ast.Name and scope.is_env_alias(expr.id):  # type: ignore[attr-defined]
+        if not self.env_possible:
+            return False
+        kind = type(expr)
+        if kind is ast.Attribute:
+            # what `qualify` makes of `a.b.environ` ends in `.environ`: only an attribute named as an
+            # environment mapping's last part may be one (a call's receiver is asked about, every call)
+            if expr.attr not in self.tables.env_mapping_attrs:  # type: ignore[attr-defined]
+                return False
+        elif kind is ast.Name and scope.is_env_alias(expr.id):  # type: ignore[attr-defined]
             return True
         q = self.qualify(expr, scope)
         return q is not None and q in self.env_mappings

@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 CVD = "CUDA_VISIBLE_DEVICES"
 _COPIERS = frozenset({"dict", "copy.copy", "copy.deepcopy"})
+_COPIER_ATTRS = frozenset(name.rsplit(".", 1)[-1] for name in _COPIERS)
 
 
 def _key(s: "_Summarizer", expr: Optional[ast.AST], scope: "_Scope") -> str:
@@ -44,6 +45,8 @@ def is_copy(s: "_Summarizer", value: Optional[ast.AST], scope: "_Scope") -> bool
         args = value.args  # type: ignore[attr-defined]
         if type(func) is ast.Attribute and func.attr == "copy" and not args and s.is_env(func.value, scope):
             return True  # os.environ.copy()
+        if not args or (type(func) is ast.Attribute and func.attr not in _COPIER_ATTRS):
+            return False  # (what `qualify` makes of `a.b.f` ends in `.f`: asked of every call)
         q = s.qualify(func, scope)
         if q is None and type(func) is ast.Name and func.id == "dict" and scope.lookup_def("dict") is None:
             q = "dict"
@@ -120,9 +123,9 @@ def _read(s: "_Summarizer", node: ast.AST, out: list) -> None:
     out.append(s.event("env_read", node, (CVD,)))
 
 
-def on_call(s: "_Summarizer", call: ast.Call, q: Optional[str], scope: "_Scope", out: list) -> None:
+def on_call(s: "_Summarizer", call: ast.Call, q: Optional[str], scope: "_Scope", out: list, args: list) -> None:
+    """`args`: the call's `args_of`."""
     func = call.func
-    args = args_of(call)
     if type(func) is ast.Attribute:
         method = func.attr
         if s.is_env(func.value, scope) and method in ("get", "__getitem__", "__contains__", "setdefault") and args:

@@ -43,6 +43,11 @@ class _Tables:
     file it was a third of summarizing a small module (2,000 generated modules: 2.7 of 7.8 s)."""
 
     env_mappings: frozenset
+    env_mapping_attrs: frozenset  # their last parts (`environ`: cudalint.summary.call_events.is_env)
+    # a module whose text holds none of these never names the environment (`env_possible`), unless
+    # `env_anywhere`: a catalogued call returns an environment mapping, so a name's type may be one
+    env_words: frozenset
+    env_anywhere: bool
     lib_roots: frozenset
     touch_names: frozenset  # (cudalint.summary.thread_events)
     always_streams: frozenset
@@ -56,8 +61,12 @@ def _tables(catalogue: Catalogue) -> _Tables:
     # keyed by identity, the catalogue kept with its tables (an id names no other while it is held)
     hit = _TABLES.get(id(catalogue))
     if hit is None or hit[0] is not catalogue:
+        env_mappings = frozenset(a.name for a in catalogue.apis if a.get("env_mapping"))
         made = _Tables(
-            env_mappings=frozenset(a.name for a in catalogue.apis if a.get("env_mapping")),
+            env_mappings=env_mappings,
+            env_mapping_attrs=frozenset(name.rsplit(".", 1)[-1] for name in env_mappings),
+            env_words=frozenset(name.rsplit(".", 1)[-1] for name in env_mappings) | {"getenv"},
+            env_anywhere=any(a.get("returns") in env_mappings for a in catalogue.apis) or any(q in env_mappings for q in _BUILTINS.values()),
             lib_roots=frozenset(r for lib in catalogue.libraries for r in lib.import_roots),
             touch_names=frozenset(a.name.rsplit(".", 1)[1] for a in catalogue.apis if a.get("touches_context") and "." in a.name),
             always_streams=frozenset(a.name.rsplit(".", 1)[1] for a in catalogue.apis if a.get("streams") == "*"),
@@ -83,6 +92,10 @@ class _Summarizer(_Statements, _CallEvents, ThreadEvents):
         self.cuda_attrs: dict[tuple[str, str], tuple] = {}  # (class, attribute) -> what a CUDA-initializing call built (cudalint.summary.cuda_attrs)
         self.tables = tables = _tables(catalogue)
         self.env_mappings = tables.env_mappings
+        # whether any expression here can be the process environment (`is_env`): what `qualify`
+        # names comes from this text (its imports, its dotted names) or from the catalogue; most
+        # modules never touch the environment, and each call and assignment asked
+        self.env_possible = tables.env_anywhere or any(word in source for word in tables.env_words)
         self.lib_roots = tables.lib_roots
         self.view = labels.view(catalogue)
         self.init_thread_events()

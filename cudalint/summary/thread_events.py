@@ -18,6 +18,7 @@ from cudalint.core.callargs import arg_expr, first_arg, positional, slotted
 from cudalint.core.catalogue import Api
 from cudalint.core.ir import Function, Node
 from cudalint.core.positions import Located, Span, span
+from cudalint.summary.syntax import dotted as _dotted, literal
 
 if TYPE_CHECKING:  # pragma: no cover
     from cudalint.summary.syntax import _Scope
@@ -26,15 +27,7 @@ _BUILTIN_NAMES = frozenset(dir(builtins))
 
 
 def _literal(expr):
-    from cudalint.summary.syntax import literal
-
     return literal(expr)
-
-
-def _dotted(expr):
-    from cudalint.summary.syntax import dotted
-
-    return dotted(expr)
 
 
 class ThreadEvents:
