@@ -98,13 +98,14 @@ def _make(cls: type, order: bool, not_compared: tuple[str, ...]) -> type:
         inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
         return f"{type(self).__qualname__}({inner})"
 
+    # the compared values as a tuple (attrgetter of several names makes one, at C speed)
     if len(compared) > 1:
-        key = attrgetter(*compared)  # (a tuple of the values, at C speed)
+        key = attrgetter(*compared)
+    elif compared:
+        get = attrgetter(compared[0])
+        key = lambda self: (get(self),)  # noqa: E731
     else:
-        one = attrgetter(*compared) if compared else (lambda _self: None)
-
-        def key(self: Any) -> tuple:
-            return (one(self),) if compared else ()
+        key = lambda self: ()  # noqa: E731
 
     def __eq__(self: Any, other: Any) -> Any:
         return key(self) == key(other) if other.__class__ is self.__class__ else NotImplemented

@@ -176,8 +176,8 @@ class _CallEvents:
             return False
         kind = type(expr)
         if kind is ast.Attribute:
-            # what `qualify` makes of `a.b.environ` ends in `.environ`: only an attribute named as an
-            # environment mapping's last part may be one (a call's receiver is asked about, every call)
+            # only an attribute named as an environment mapping's last part may be one (`qualify`
+            # keeps the attribute last); a call's receiver is asked about, every call
             if expr.attr not in self.tables.env_mapping_attrs:  # type: ignore[attr-defined]
                 return False
         elif kind is ast.Name and scope.is_env_alias(expr.id):  # type: ignore[attr-defined]

@@ -46,7 +46,7 @@ def is_copy(s: "_Summarizer", value: Optional[ast.AST], scope: "_Scope") -> bool
         if type(func) is ast.Attribute and func.attr == "copy" and not args and s.is_env(func.value, scope):
             return True  # os.environ.copy()
         if not args or (type(func) is ast.Attribute and func.attr not in _COPIER_ATTRS):
-            return False  # (what `qualify` makes of `a.b.f` ends in `.f`: asked of every call)
+            return False  # (`qualify` keeps an attribute last: `a.b.f` is no copier unless `f` is; asked of every call)
         q = s.qualify(func, scope)
         if q is None and type(func) is ast.Name and func.id == "dict" and scope.lookup_def("dict") is None:
             q = "dict"

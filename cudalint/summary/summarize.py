@@ -62,10 +62,11 @@ def _tables(catalogue: Catalogue) -> _Tables:
     hit = _TABLES.get(id(catalogue))
     if hit is None or hit[0] is not catalogue:
         env_mappings = frozenset(a.name for a in catalogue.apis if a.get("env_mapping"))
+        env_mapping_attrs = frozenset(name.rsplit(".", 1)[-1] for name in env_mappings)
         made = _Tables(
             env_mappings=env_mappings,
-            env_mapping_attrs=frozenset(name.rsplit(".", 1)[-1] for name in env_mappings),
-            env_words=frozenset(name.rsplit(".", 1)[-1] for name in env_mappings) | {"getenv"},
+            env_mapping_attrs=env_mapping_attrs,
+            env_words=env_mapping_attrs | {"getenv"},
             env_anywhere=any(a.get("returns") in env_mappings for a in catalogue.apis) or any(q in env_mappings for q in _BUILTINS.values()),
             lib_roots=frozenset(r for lib in catalogue.libraries for r in lib.import_roots),
             touch_names=frozenset(a.name.rsplit(".", 1)[1] for a in catalogue.apis if a.get("touches_context") and "." in a.name),
@@ -135,7 +136,9 @@ class _Summarizer(_Statements, _CallEvents, ThreadEvents):
         return ".".join([p for p in base + ([mod] if mod else []) if p])
 
     def qualify(self, expr: ast.AST, scope: _Scope) -> Optional[str]:
-        """The qualified name an expression refers to, through imports, aliases and known types."""
+        """The qualified name an expression refers to, through imports, aliases and known types.
+        Of an attribute `a.b.f` it is None or a name ending in `.f` (every branch below keeps the
+        attribute last): `is_env` and `child_env.is_copy` answer from `f` alone before asking."""
         if type(expr) is ast.Call:
             return self.type_of_call(expr, scope)  # type: ignore[arg-type]
         parts = dotted(expr)

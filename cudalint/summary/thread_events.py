@@ -18,16 +18,12 @@ from cudalint.core.callargs import arg_expr, first_arg, positional, slotted
 from cudalint.core.catalogue import Api
 from cudalint.core.ir import Function, Node
 from cudalint.core.positions import Located, Span, span
-from cudalint.summary.syntax import dotted as _dotted, literal
+from cudalint.summary.syntax import dotted as _dotted, literal as _literal
 
 if TYPE_CHECKING:  # pragma: no cover
     from cudalint.summary.syntax import _Scope
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
-
-
-def _literal(expr):
-    return literal(expr)
 
 
 class ThreadEvents:
