@@ -40,7 +40,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import FLAKE8_CORPORA, ROOT, copy_corpus, resolve_corpus  # noqa: E402
+from bench import FLAKE8_CORPORA, ROOT, compile_cudalint, copy_corpus, resolve_corpus  # noqa: E402
 
 
 # flake8's own entry point, with the probe above put before cudalint's pool
@@ -105,8 +105,9 @@ def measure(corpus: Path, tmp: Path) -> dict[str, int]:
         start(name, select)
     procs["cold"].wait()
     start("warm", "E,F,W,CUD")  # (the cache the cold run left)
-    for proc in procs.values():
-        proc.wait()
+    for name, proc in procs.items():
+        if proc.wait() not in (0, 1):  # (flake8 exits with 1 when it reports something)
+            raise SystemExit(f"flake8 under callgrind ({name}) on {corpus} exited with {proc.returncode}")
     return {name: instructions(tmp / name, procs[name].pid) for name in ("base", "cold", "warm")}
 
 
@@ -120,6 +121,8 @@ def main() -> None:
     missing = [str(c) for c in chosen if not c.is_dir()]
     if missing:
         raise SystemExit(f"no such corpus: {', '.join(missing)} (../shared/realworld/fetch.sh downloads the releases)")
+    # (else the runs with CUD would count compiling cudalint's modules, flake8's were compiled by pip)
+    compile_cudalint()
     rows = []
     for src in chosen:
         corpus = copy_corpus(src, None)
