@@ -1,8 +1,9 @@
 """What the cache's encoding of summaries costs: every summary of a corpus written as the cache
 writes it and read back, in the form the cache uses (pickle under an allowlist:
 cudalint.engine.summary_codec) beside the JSON form it used before (cudalint.engine.serialize, which
-still writes the run results and compares summaries), and one cache entry file per summary
-(cudalint.core.cache_files).
+still writes the run results and compares summaries); and the pickled summaries written as the
+cache writes them, appended to one pack (cudalint.core.cache_packs), beside one signed file each
+as it did before 2026-11-28 (cudalint.core.cache_files).
 
     python benchmarks/cache_codec.py --corpus DIR [--runs 5]
 
@@ -33,7 +34,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     opts = ap.parse_args()
 
-    from cudalint.core import cache_files
+    from cudalint.core import cache_files, cache_packs
     from cudalint.core.catalogue import load_catalogue
     from cudalint.core.ir import ModuleIR
     from cudalint.engine import serialize, summary_codec
@@ -79,12 +80,22 @@ def main() -> None:
         print(f"    dumps  {cpu(lambda: [codec.dumps(m) for m in made]):.3f} s")
         print(f"    loads  {cpu(lambda: [codec.loads(t) for t in texts]):.3f} s")
 
-        def write_all() -> None:
-            with tempfile.TemporaryDirectory(prefix="cudalint-codec-") as tmp:
-                for i, text in enumerate(texts):
-                    cache_files.write(Path(tmp), f"v2/{i % 256:02x}/{i:064x}.pickle", text)
+    texts = [summary_codec.dumps(m) for m in made]
 
-        print(f"    write  {cpu(write_all):.3f} s ({len(texts)} entries, signed, into an empty folder)")
+    def into_packs() -> None:
+        with tempfile.TemporaryDirectory(prefix="cudalint-codec-") as tmp:
+            for i, text in enumerate(texts):
+                cache_packs.append(tmp, cache_packs.SUMMARIES, f"{i:064x}", text)
+            cache_packs.close_all()
+
+    def into_files() -> None:
+        with tempfile.TemporaryDirectory(prefix="cudalint-codec-") as tmp:
+            for i, text in enumerate(texts):
+                cache_files.write(Path(tmp), f"v2/{i % 256:02x}/{i:064x}.pickle", text)
+
+    print(f"  writing the {len(texts)} pickled summaries, signed, into an empty folder (CPU, this process and the kernel):")
+    print(f"    one pack (the cache's)            {cpu(into_packs):.3f} s")
+    print(f"    a file each (before 2026-11-28)   {cpu(into_files):.3f} s")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from cudalint.api import lint_paths
 from cudalint.engine.cache import Cache
 from cudalint.core.catalogue import load_catalogue
 from tests.fixture_expectations import FIXTURES
+from tests.support.packs import damage_summaries, pack_files, summary_records
 
 
 def _findings(result):
@@ -69,13 +70,14 @@ def test_cache_entries_are_signed_and_corruption_is_a_miss(tmp_path: Path) -> No
     shutil.copytree(FIXTURES / "CUD001" / "cross_module", src)
     cache = Cache.open(tmp_path / "cache", load_catalogue())
     first = lint_paths([str(src)], cache=cache)
-    summaries = sorted((tmp_path / "cache" / "v2").rglob("*.pickle"))
+    summaries = summary_records(tmp_path / "cache")
     # (the files at the top, `.gitignore` and CACHEDIR.TAG, are not entries)
-    others = sorted(p for p in (tmp_path / "cache").rglob("*") if p.is_file() and p.parent.name != "cache" and p.parent.parent.name != "v2")
+    others = sorted(p for p in (tmp_path / "cache").rglob("*") if p.is_file() and p.parent.name not in ("cache", "v3"))
+    assert len(pack_files(tmp_path / "cache")) == 1  # (one process: one pack)
     assert len(summaries) == len(list(src.rglob("*.py"))) and {p.parent.name for p in others} == {"index", "runs", "catalogue"}
-    for entry in summaries:
-        assert summary_codec.loads(entry_body(entry)).path.startswith(str(src))
-        entry.write_bytes(entry.read_bytes()[:-1])
+    for _name, payload in summaries:
+        assert summary_codec.loads(payload).path.startswith(str(src))
+    assert damage_summaries(tmp_path / "cache") == len(summaries) and summary_records(tmp_path / "cache") == []
     for entry in others:
         entry_json(entry)
         entry.write_text("{not json")
@@ -221,8 +223,9 @@ def test_workers_write_their_entries_before_the_run_returns(tmp_path: Path) -> N
         (pkg / f"m{i}.py").write_text(f"import os\nimport torch\n\ndef f{i}():\n    return torch.zeros(1).cuda()\n\nos.environ['CUDA_VISIBLE_DEVICES'] = '{i % 4}'\n")
     cache = Cache.open(tmp_path / "cache", load_catalogue())
     cold = lint_paths([str(src)], cache=cache, jobs=2)
-    entries = list((tmp_path / "cache" / "v2").rglob("*.pickle"))
+    entries = summary_records(tmp_path / "cache")
     assert cache.misses == 84 and len(entries) == 84  # every module summarized (the empty `__init__.py` too), every entry written
+    assert len(pack_files(tmp_path / "cache")) == 2  # (one pack per worker)
     touched = src / "p1" / "m21.py"
     touched.write_text(touched.read_text() + "\ndef more():\n    return 1\n")
     again = Cache.open(tmp_path / "cache", load_catalogue())
@@ -399,7 +402,7 @@ def test_the_summaries_of_the_form_before_are_removed_and_nothing_else(tmp_path:
     cache_files.write(cache_dir, old[0], b"{}")
     (src / "gpus.py").write_text((src / "gpus.py").read_text() + "\n\ndef more():\n    return 1\n")
     lint_paths([str(src)], cache=Cache.open(cache_dir, load_catalogue()))
-    assert not (cache_dir / "v1").exists() and (cache_dir / "v2").is_dir()
+    assert not (cache_dir / "v1").exists() and (cache_dir / "v3").is_dir()
     (cache_dir / "v1").symlink_to(victim)
     (src / "gpus.py").write_text((src / "gpus.py").read_text() + "\n\ndef again():\n    return 1\n")
     lint_paths([str(src)], cache=Cache.open(cache_dir, load_catalogue()))

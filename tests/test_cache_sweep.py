@@ -10,11 +10,13 @@ import time
 from pathlib import Path
 
 from cudalint.api import lint_paths
-from cudalint.core import cache_files
+from cudalint.core import cache_files, cache_packs
+from cudalint.core.cache_packs import SUMMARIES
 from cudalint.core.catalogue import load_catalogue
 from cudalint.engine import cache_sweep
 from cudalint.engine.cache import Cache, named_summaries
 from tests.fixture_expectations import FIXTURES
+from tests.support.packs import pack_files, summary_records
 
 DAY = 24 * 3600
 
@@ -46,47 +48,62 @@ def _project(tmp_path: Path) -> tuple[Path, Path]:
     return src, cache_dir
 
 
+def _pack(root: Path, records: list[tuple[str, bytes]], days: float) -> Path:
+    """A pack of its own holding `records`, last written `days` ago."""
+    cache_packs.close_all()
+    for name, payload in records:
+        cache_packs.append(root, SUMMARIES, name, payload)
+    pack = root / SUMMARIES / cache_packs._writers[(str(root), SUMMARIES)].name
+    cache_packs.close_all()
+    return _aged(pack, days)
+
+
 def test_a_sweep_removes_what_no_run_can_use_and_nothing_else(tmp_path: Path) -> None:
     src, root = _project(tmp_path)
     ours = _files(root)
     (index,) = (root / "index").iterdir()
-    named = sorted(n for n in ours if n.startswith("v2/"))
-    for name in named:  # (the project's own summaries are days old too: named, they stay)
-        _aged(root / name, 3)
+    (own,) = pack_files(root)
+    _aged(own, 3)  # (the project's own summaries are days old too: named, they stay, merged with the other small packs)
     k = [f"{c * 2}{c * 62}" for c in "0123456789abcdef"]
     gone = {
-        _entry(root, f"v2/{k[0][:2]}/{k[0]}.pickle", 2),  # named by no index
         _entry(root, f"runs/{k[1]}.run", 31),  # not written for a month
         _entry(root, f"fixes/{k[2]}.json", 31),
         _entry(root, f"catalogue/{k[3][:32]}.json", 31),
-        _entry(root, f"v2/{k[4][:2]}/{k[4]}.pickle", 2),  # named by an index not written for a month
+        _pack(root, [(k[4], b"4")], 2),  # named only by an index not written for a month
         _entry(root, f"index/{k[5][:16]}.idx", 31, json.dumps({"/x\0x": [1, 2, k[4], k[4], "x"]}).encode()),
-        _aged(_new(root / "v2" / k[0][:2] / f".tmp-123-{'ab' * 4}-7.json"), 2),  # a writer died here
+        _aged(_new(root / SUMMARIES / ("0" * 32 + ".pack"), b""), 2),  # a writer died before its first record
     }
+    mixed = _pack(root, [(k[0], b"0"), (k[8], b"8")], 2)  # named by no index / by another cudalint's, in use
+    gone.add(mixed)
     kept = {
-        _entry(root, f"v2/{k[6][:2]}/{k[6]}.pickle", 0.5),  # a run under way may name it yet
+        _pack(root, [(k[6], b"6")], 0.5),  # a run under way may name it yet
         _entry(root, f"runs/{k[7]}.run", 29),
-        _entry(root, f"v2/{k[8][:2]}/{k[8]}.pickle", 2),  # named by another cudalint's index, in use
         _entry(root, f"index/{k[9][:16]}.idx", 1, json.dumps({f"{src / 'serve.py'}\0a": [1, 2, k[8], k[8], "serve"], f"{src}\0b": 5, f"{src}\0c": [1, 2]}).encode()),
-        _aged(_new(root / "v2" / k[0][:2] / f".tmp-123-{'cd' * 4}-8.json"), 0.5),
-        _aged(_new(root / "v2" / k[0][:2] / ("e" * 64 + ".pickle")), 2),  # an entry's name, not signed
-        _aged(_new(root / "v2" / k[0][:2] / "notes.txt"), 40),  # a user's file
+        _aged(_new(root / SUMMARIES / ("e" * 32 + ".pack"), b"not a pack"), 40),  # a pack's name, not a pack
+        _aged(_new(root / SUMMARIES / "notes.txt"), 40),  # a user's file
         _aged(_new(root / "runs" / "notes.txt"), 40),
+        _aged(_new(root / "runs" / f".tmp-123-{'cd' * 4}-8.json"), 0.5),
     }
+    gone.add(_aged(_new(root / "runs" / f".tmp-123-{'ab' * 4}-7.json"), 2))  # a writer died here
     victim = tmp_path / "victim"
     victim.mkdir()
-    shutil.copyfile(root / named[0], victim / Path(named[0]).name)
-    _aged(victim / Path(named[0]).name, 40)
-    (root / "v2" / "ff").symlink_to(victim)  # a shard that is a link: not followed
-    (root / "fixes" / (k[10] + ".json")).symlink_to(victim / Path(named[0]).name)  # an entry that is a link
-    kept |= {root / "v2" / "ff", root / "fixes" / (k[10] + ".json")}
+    shutil.copyfile(mixed, victim / mixed.name)
+    _aged(victim / mixed.name, 40)
+    (root / SUMMARIES / ("d" * 32 + ".pack")).symlink_to(victim / mixed.name)  # a pack that is a link: not followed
+    (root / "fixes" / (k[10] + ".json")).symlink_to(victim / mixed.name)  # an entry that is a link
+    kept |= {root / SUMMARIES / ("d" * 32 + ".pack"), root / "fixes" / (k[10] + ".json")}
     _aged(index, 1)
     assert cache_sweep.sweep(root, time.time(), named_summaries) == 6
     assert index.stat().st_mtime < time.time() - DAY / 2  # (every file it names is there: not written again)
     left = _files(root)
     assert not any(p.relative_to(root).as_posix() in left for p in gone)
     assert all(p.relative_to(root).as_posix() in left for p in kept)
-    assert ours <= left and sorted(p.name for p in victim.iterdir()) == [Path(named[0]).name]
+    assert ours - {own.relative_to(root).as_posix()} <= left and sorted(p.name for p in victim.iterdir()) == [mixed.name]
+    # the mixed pack's record in use went to a new pack; the others stayed where they were
+    names = [name for name, _payload in summary_records(root)]
+    assert k[0] not in names and names.count(k[8]) == 1 and k[6] in names
+    assert not own.exists() and len(names) == len(cache_files.read(root, f"index/{index.name}")) + 2
+    assert len([p for p in pack_files(root) if not p.is_symlink() and p.read_bytes().startswith(b"CUDP")]) == 2  # (k6's, and the merged one)
     assert _findings(lint_paths([str(src)], cache=Cache.open(root, load_catalogue()))) == _findings(lint_paths([str(src)]))
 
 
@@ -97,13 +114,40 @@ def test_a_file_that_went_leaves_the_index_then_its_summary_goes(tmp_path: Path)
     (src / "gpus.py").unlink()
     gpus = [hit[2] for where, hit in before.items() if where.endswith("gpus.py")]
     assert len(gpus) == 1
-    for p in (root / "v2").rglob("*.pickle"):
+    cache_packs.close_all()
+    for p in pack_files(root):
         _aged(p, 2)
     assert cache_sweep.sweep(root, time.time(), named_summaries) == 1
     after = cache_files.read(root, f"index/{index.name}")
     assert set(after) == {w for w in before if not w.endswith("gpus.py")}
-    assert not list((root / "v2").rglob(f"{gpus[0]}.pickle")) and len(list((root / "v2").rglob("*.pickle"))) == len(after)
+    names = sorted(name for name, _payload in summary_records(root))
+    assert names == sorted(hit[2] for hit in after.values()) and gpus[0] not in names
     assert _findings(lint_paths([str(src)], cache=Cache.open(root, load_catalogue()))) == _findings(lint_paths([str(src)]))
+
+
+def test_a_pack_someone_still_writes_to_is_left_alone(tmp_path: Path) -> None:
+    """This process's own pack (the language server's, say) is never rewritten under it, and a
+    pack removed under a writer makes it start a new one, not write into the removed file."""
+    root = tmp_path / "cache"
+    k = ["a" * 64, "b" * 64, "c" * 64]
+    cache_packs.close_all()
+    cache_packs.append(root, SUMMARIES, k[0], b"old")
+    (mine,) = pack_files(root)
+    _aged(mine, 2)
+    assert cache_packs.compact(root, SUMMARIES, lambda name: False, time.time() - DAY) == 0 and mine.exists()
+    cache_packs.close_all()
+    assert cache_packs.compact(root, SUMMARIES, lambda name: False, time.time() - DAY) == 1 and not mine.exists()
+    cache_packs.append(root, SUMMARIES, k[1], b"one")
+    (first,) = pack_files(root)
+    fd = cache_packs._writers[(str(root), SUMMARIES)].fd
+    first.unlink()  # (another process's sweep)
+    cache_packs.append(root, SUMMARIES, k[2], b"two")
+    try:  # the removed pack's descriptor was closed (its number may serve the new pack now)
+        assert os.fstat(fd).st_nlink == 1
+    except OSError:
+        pass
+    assert [name for name, _payload in summary_records(root)] == [k[2]]
+    cache_packs.close_all()
 
 
 def test_a_sweep_is_due_once_a_day_and_the_first_run_starts_the_clock(tmp_path: Path) -> None:
@@ -129,7 +173,7 @@ def test_a_sweep_is_due_once_a_day_and_the_first_run_starts_the_clock(tmp_path: 
 
 def test_a_run_that_writes_the_index_sweeps_and_a_run_the_cache_answers_does_not(tmp_path: Path) -> None:
     src, root = _project(tmp_path)
-    stale = _entry(root, f"v2/ab/ab{'1' * 62}.pickle", 2)
+    stale = _pack(root, [(f"ab{'1' * 62}", b"x")], 2)
     _aged(root / cache_sweep.STAMP, 2)
     lint_paths([str(src)], cache=Cache.open(root, load_catalogue()))  # nothing changed: no index written
     assert stale.exists() and (root / cache_sweep.STAMP).stat().st_mtime < time.time() - DAY
@@ -138,7 +182,7 @@ def test_a_run_that_writes_the_index_sweeps_and_a_run_the_cache_answers_does_not
     assert not stale.exists() and (root / cache_sweep.STAMP).stat().st_mtime > time.time() - 60
 
 
-def _new(path: Path) -> Path:
+def _new(path: Path, content: bytes = b"{}") -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("{}")
+    path.write_bytes(content)
     return path

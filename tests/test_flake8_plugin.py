@@ -13,6 +13,7 @@ import pytest
 from cudalint.core.findings import Finding, Step
 from cudalint.output.report import folded_message
 from tests.fixture_expectations import case_id, fixture_cases
+from tests.support.packs import summary_records
 
 FORMAT = "%(path)s\t%(row)d\t%(col)d\t%(code)s\t%(text)s"
 BAD = 'import os\n\nimport torch\n\nif torch.cuda.is_available():\n    os.environ["CUDA_VISIBLE_DEVICES"] = "1"\n'
@@ -119,9 +120,9 @@ def test_columns_match_the_cli_text_output(tmp_path: Path) -> None:
     assert proc.stdout.split(" [via ")[0] == cli.stdout.splitlines()[0]
 
 
-def _cache_entries(directory: Path) -> list[Path]:
-    """The summaries in a cache (the parsed catalogue and the run results sit beside them)."""
-    return sorted((directory / "v2").rglob("*.pickle")) if (directory / "v2").exists() else []
+def _cache_entries(directory: Path) -> list[str]:
+    """The names of the summaries in a cache (the parsed catalogue and the run results sit beside them)."""
+    return sorted(name for name, _payload in summary_records(directory))
 
 
 def test_plugin_does_no_work_when_cud_is_not_selected(tmp_path: Path) -> None:
@@ -233,7 +234,7 @@ def test_flake8_with_several_jobs_on_a_big_component(tmp_path: Path) -> None:
     env = {"CUDALINT_CACHE_DIR": str(tmp_path / "cache")}
     first = flake8_findings(flake8(proj, "--jobs", "2", "--select", "CUD", "pkg", env=env))
     assert [(Path(p).name, row, code) for p, row, col, code, text in first] == [("m7.py", 5, "CUD003"), ("m7.py", 6, "CUD001")]
-    assert {p.name for p in (tmp_path / "cache").iterdir() if p.is_dir()} >= {"index", "v2"}
+    assert {p.name for p in (tmp_path / "cache").iterdir() if p.is_dir()} >= {"index", "v3"}
     assert flake8_findings(flake8(proj, "--jobs", "2", "--select", "CUD", "pkg", env=env)) == first
 
 

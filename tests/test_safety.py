@@ -10,6 +10,7 @@ import os
 import pickle
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import textwrap
@@ -17,11 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from cudalint.core import cache_files
+from cudalint.core import cache_files, cache_packs
+from cudalint.core.cache_packs import SUMMARIES
 from cudalint.api import lint_paths
 from cudalint.engine.cache import Cache
 from cudalint.core.catalogue import load_catalogue
 from cudalint.core.ir import Event, ModuleIR
+from tests.support.packs import pack_files, rewrite_summaries, summary_records
 from tests.test_hardening import BUG, CANARY, CANARY_LINE
 
 BIN = Path(sys.executable).parent
@@ -200,7 +203,7 @@ def test_a_link_inside_the_cache_folder_is_not_written_through(tmp_path: Path) -
     victim.mkdir()
     cache = tmp_path / ".cudalint_cache"
     cache.mkdir()
-    for name in ("v2", "index", "runs", "catalogue"):
+    for name in ("v3", "index", "runs", "catalogue"):
         os.symlink("../victim", cache / name)
     proc = _cli(["."], tmp_path)
     assert _lines(proc.stdout) == [CANARY_LINE]
@@ -338,12 +341,12 @@ def test_the_whole_catalogue_entry_answers_alone_and_a_damaged_one_is_a_miss(tmp
         ("*.run", [1]),
         ("*.run", [{"Finding": [5]}]),
         ("*.run", [{"Finding": ["CUD001", "x.py", "1", 1, 1, 1, "m", [], "error", None]}]),
-        ("v2/*/*.pickle", pickle.dumps(ModuleIR("x.py", "x", 5))),  # (`top` is not a block)
-        ("v2/*/*.pickle", pickle.dumps(ModuleIR("x.py", "x", (), functions={"f": 5}))),
-        ("v2/*/*.pickle", pickle.dumps([1, 2])),
-        ("v2/*/*.pickle", pickle.dumps(Event("init", (1, 1, 1, 1), "t"))),
-        ("v2/*/*.pickle", pickle.dumps(Path("x.py"))),  # a class outside the IR's
-        ("v2/*/*.pickle", {"ModuleIR": ["x.py", "x", [], {"": []}, {"": []}, [], False, []]}),  # (the JSON form, before 4)
+        (SUMMARIES, pickle.dumps(ModuleIR("x.py", "x", 5))),  # (`top` is not a block)
+        (SUMMARIES, pickle.dumps(ModuleIR("x.py", "x", (), functions={"f": 5}))),
+        (SUMMARIES, pickle.dumps([1, 2])),
+        (SUMMARIES, pickle.dumps(Event("init", (1, 1, 1, 1), "t"))),
+        (SUMMARIES, pickle.dumps(Path("x.py"))),  # a class outside the IR's
+        (SUMMARIES, {"ModuleIR": ["x.py", "x", [], {"": []}, {"": []}, [], False, []]}),  # (the JSON form, before 4)
         ("*.idx", {"x": [1, 2, "nothex", 4]}),
         ("*.idx", [1]),
         ("*.idx", {"x": [1, 2, "0" * 64, "0" * 64, "m", "extra"]}),  # (the form with a scan's digest, before 2026-11)
@@ -361,13 +364,16 @@ def test_an_entry_of_the_wrong_shape_is_a_miss(tmp_path: Path, where: str, damag
     plain = _run(src, None)
     _load.cache_clear()
     assert _run(src, cache_dir) == plain
-    entries = _entries(cache_dir, where)
-    assert entries, where
+    payload = damage if isinstance(damage, bytes) else json.dumps(damage).encode()
+    if where == SUMMARIES:  # (records in packs: cudalint.core.cache_packs)
+        assert rewrite_summaries(cache_dir, lambda name, old: payload, signed=signed)
+    entries = _entries(cache_dir, where) if where != SUMMARIES else []
+    assert entries or where == SUMMARIES, where
     for entry in entries:
         if signed:
             _sign(cache_dir, entry, damage)
         else:
-            entry.write_bytes(damage if isinstance(damage, bytes) else json.dumps(damage).encode())
+            entry.write_bytes(payload)
     # what the next run must read: the damaged entry, not an earlier layer that answers first
     if not where.endswith(".run"):
         for run in _entries(cache_dir, "*.run"):
@@ -395,14 +401,11 @@ def test_a_signed_summary_that_would_run_code_runs_nothing(tmp_path: Path) -> No
     ran = tmp_path / "ran"
     plain = _run(src, None)
     assert _run(src, cache_dir) == plain
-    entries = _entries(cache_dir, "v2/*/*.pickle")
-    assert entries
     payload = pickle.dumps(_Runs(f"open({str(ran)!r}, 'w').close()"))
     pickle.loads(payload)  # (it does run code when read as plain pickle)
     assert ran.exists()
     ran.unlink()
-    for entry in entries:
-        _sign(cache_dir, entry, payload)
+    assert rewrite_summaries(cache_dir, lambda name, old: payload)
     for run in _entries(cache_dir, "*.run"):
         run.unlink()
     assert _run(src, cache_dir) == plain
@@ -414,11 +417,18 @@ def test_an_entry_copied_under_another_name_is_a_miss(tmp_path: Path) -> None:
     src, cache_dir = _project(tmp_path), tmp_path / "cache"
     plain = _run(src, None)
     _run(src, cache_dir)
-    summaries = _entries(cache_dir, "v2/*/*.pickle")
-    assert len(summaries) >= 2
-    data = [p.read_bytes() for p in summaries]
-    for p, d in zip(summaries, data[1:] + data[:1]):
-        p.write_bytes(d)
+    names = [name for name, _payload in summary_records(cache_dir)]
+    assert len(names) >= 2
+    # each record's payload and signature moved under the next record's name
+    cache_packs.close_all()
+    for pack in pack_files(cache_dir):
+        data = pack.read_bytes()
+        walked = list(cache_packs._walk(str(pack)))
+        heads = [data[at - len(name) - cache_packs._HEAD.size:at - len(name)] for name, at, _size, _mac in walked]
+        bodies = [data[at:at + size] for _name, at, size, _mac in walked]
+        order = list(range(1, len(walked))) + [0]
+        pack.write_bytes(b"".join(heads[j][:6] + struct.pack(">I", len(bodies[j])) + heads[j][10:] + walked[i][0].encode() + bodies[j] for i, j in enumerate(order)))
+    assert sorted(n for n, _ in summary_records(cache_dir)) == [] and sorted(n for n, _a, _s, _m in (w for p in pack_files(cache_dir) for w in cache_packs._walk(str(p)))) == sorted(names)
     for run in _entries(cache_dir, "*.run"):
         run.unlink()
     again = Cache.open(cache_dir, load_catalogue())

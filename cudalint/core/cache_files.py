@@ -3,8 +3,9 @@
 A cache folder may come from a tarball, a clone or an attacker. What it holds must never change what
 cudalint reports, make it write outside the folder, or stop a run. So every entry:
 
-- is signed: its first line is an HMAC-SHA256, under a key that never leaves this machine, of the
-  entry's name inside the folder and of its content. An entry cudalint did not write here (planted,
+- is signed: its first line is a keyed BLAKE2b (cudalint.digest), under a key that never leaves
+  this machine, of the entry's name inside the folder and of its content (the summaries' records in
+  their packs too: cudalint.core.cache_packs). An entry cudalint did not write here (planted,
   copied from elsewhere, renamed, damaged, truncated) fails the check and is a miss. The key is
   `CUDALINT_CACHE_KEY` when set (CI restoring a cache between machines sets the same secret on
   each), else 32 random bytes in `$XDG_CACHE_HOME/cudalint/key` (`~/.cache/cudalint/key`), made

@@ -4,10 +4,11 @@ Like ruff's `.ruff_cache`: unchanged files are not parsed again, and their summa
 cross-module analysis and the flake8 plugin alike. A summary is pickled under an allowlist of the
 IR's classes (cudalint.engine.summary_codec: a change to one file reads every other summary back);
 the index and the fixes are plain JSON, the whole-run findings as `--format json` writes them
-(Finding.to_json, read back by Finding.from_json). Every
-entry is signed and written atomically by cudalint.core.cache_files: the cache is untrusted input,
-and an entry that is missing, planted, damaged or of the wrong shape is a miss, never a changed
-result.
+(Finding.to_json, read back by Finding.from_json). The summaries are records appended to a pack of
+the writing process's own (cudalint.core.cache_packs: creating a file per summary cost a cold run
+more than encoding them); the other entries are files written atomically by
+cudalint.core.cache_files. Every entry and record is signed: the cache is untrusted input, and one
+that is missing, planted, damaged or of the wrong shape is a miss, never a changed result.
 """
 from __future__ import annotations
 
@@ -67,7 +68,8 @@ def _entry_shape(hit: object) -> bool:
 # the folders of summaries in forms this cudalint no longer reads (`Cache._file`): an upgrade left
 # them behind (vllm's JSON summaries: 188 MB); a run that writes the index removes what of them
 # cudalint wrote (cudalint.core.cache_files.remove_form; once they are gone, one `lstat`)
-_OLD_FORMS = ("v1",)
+# (`v2`: one file per summary in `<2 hex>/` shards, until the packs of cudalint.core.cache_packs)
+_OLD_FORMS = ("v1", "v2")
 
 
 def named_summaries(root: PathLike) -> set[str]:
@@ -135,15 +137,16 @@ class Cache:
         h.update(data)
         return h.hexdigest()
 
-    @staticmethod
-    def _file(key: str) -> str:
-        return f"v2/{key[:2]}/{key}.pickle"
-
     def get(self, key: str) -> Optional[Union[ModuleIR, Finding]]:
+        from cudalint.core import cache_packs
         from cudalint.core.ir import ModuleIR
         from cudalint.engine import summary_codec
 
-        value = cache_files.read(self.directory, self._file(key), summary_codec.loads) if cache_files.is_key(key) else None
+        payload = cache_packs.read(self.directory, cache_packs.SUMMARIES, key) if cache_files.is_key(key) else None
+        try:
+            value = summary_codec.loads(payload) if payload is not None else None
+        except (ValueError, TypeError, KeyError, RecursionError, AttributeError):
+            value = None
         if not isinstance(value, (ModuleIR, Finding)):
             self.misses += 1
             return None
@@ -153,13 +156,14 @@ class Cache:
     def put(self, key: str, value: Union[ModuleIR, Finding]) -> None:
         if not cache_files.is_key(key):
             return
+        from cudalint.core import cache_packs
         from cudalint.engine import summary_codec
 
         try:
             payload = summary_codec.dumps(value)
         except (RecursionError, TypeError, ValueError):
             return  # an IR nested too deeply to pickle: the cache is an optimization, never a failure
-        cache_files.write(self.directory, self._file(key), payload)
+        cache_packs.append(self.directory, cache_packs.SUMMARIES, key, payload)
 
     def kept(self, key: str) -> Optional[tuple[Union[ModuleIR, Finding], bool]]:
         """The summary `key` as an earlier run of this process analyzed it, and whether it went

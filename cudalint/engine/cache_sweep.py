@@ -7,9 +7,11 @@ Left alone the folder only grows. A run that writes the index (one that saw a ch
 cache answers whole writes nothing and never sweeps) removes, at most once a day (`SWEEP_EVERY`,
 the mtime of `sweep.stamp`):
 
-- the summaries no index names (`v2/`), once a day old: the index of each cudalint and catalogue
-  that used the folder within `UNUSED_FOR` names every file's current summary (the entries of
-  files that no longer exist leave the indexes first);
+- the summaries no index names (records in the packs of `v3/`, cudalint.core.cache_packs): the
+  index of each cudalint and catalogue that used the folder within `UNUSED_FOR` names every file's
+  current summary (the entries of files that no longer exist leave the indexes first). A pack no
+  one wrote to for a day that holds such records is rewritten without them (or removed when it
+  keeps none);
 - the indexes, whole-run findings, proven fixes and parsed catalogues (`index/`, `runs/`,
   `fixes/`, `catalogue/`) that no run wrote within `UNUSED_FOR`. A run file is read, not written,
   while nothing changes: a project left as it was for that long has its findings made once more;
@@ -26,7 +28,7 @@ import os
 import stat
 import time
 
-from cudalint.core import cache_files
+from cudalint.core import cache_files, cache_packs
 
 TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing: cudalint.entry)
 if TYPE_CHECKING:
@@ -38,7 +40,7 @@ DAY = 24 * 3600.0
 SWEEP_EVERY = DAY
 UNUSED_FOR = 30 * DAY
 STAMP = "sweep.stamp"
-# what goes when unused (flat folders); the summaries (`v2/`, in shards) go when unnamed
+# what goes when unused (flat folders); the summaries (packs in `v3/`) go when unnamed
 _BY_AGE = ("index", "runs", "fixes", "catalogue")
 
 
@@ -69,9 +71,7 @@ def sweep(root: PathLike, now: float, named: Callable[[PathLike], set[str]]) -> 
     for folder in _BY_AGE:  # (the indexes first: what only a stale one names goes below)
         removed += cache_files.remove_entries(root, folder, lambda name, st: st.st_mtime < now - UNUSED_FOR, False, now - DAY)
     keep = named(root)
-    removed += cache_files.remove_entries(
-        root, "v2", lambda name, st: name.partition(".")[0] not in keep and st.st_mtime < now - DAY, True, now - DAY
-    )
+    removed += cache_packs.compact(root, cache_packs.SUMMARIES, keep.__contains__, now - DAY)
     return removed
 
 
