@@ -62,10 +62,11 @@ def _first_task(item: tuple[FileInfo, str], extra, cache_dir: Optional[str] = No
 
 
 # In a pool worker: the cache entries it made, written by a thread of its own while the worker has
-# no chunk to work on (`start_worker`). Encoding a summary and writing it is an eighth of a worker's
-# time on transformers; at the end of pass 1 one worker finishes before the other, and the parent
-# unpacks and analyzes alone (a fifth of the run) while both would idle. None: write at
-# once (in-process runs, flake8's workers).
+# no chunk to work on (`start_worker`). Encoding a summary and writing it was an eighth of a worker's
+# time on transformers when each had a file of its own (appended to the worker's pack since
+# cudalint.core.cache_packs, the encoding is most of what is left); at the end of pass 1 one worker
+# finishes before the other, and the parent unpacks and analyzes alone (a fifth of the run) while
+# both would idle. None: write at once (in-process runs, flake8's workers).
 _LATER: "Optional[queue.SimpleQueue]" = None
 _IDLE = threading.Event()  # set while the worker has no chunk to work on
 _IDLE_SINCE = [0.0]  # when it last finished one (time.monotonic)
