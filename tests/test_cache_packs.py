@@ -249,3 +249,40 @@ def test_small_idle_packs_are_merged_and_a_lone_one_is_left_as_it_is(tmp_path: P
     cache_packs.close_all()
     merged = [p for p in _packs(tmp_path) if p != made[2]]
     assert cache_packs.compact(tmp_path, F, lambda name: True, later + 10) == 0 and _packs(tmp_path) == sorted(merged + [made[2]])
+
+
+def test_threads_appending_at_once_leave_every_record_readable(tmp_path: Path) -> None:
+    """A library user's threads (the language server analyzes on one): each record whole, and where
+    this process's locator says it is."""
+    import threading
+
+    names = [f"{i:064x}" for i in range(400)]
+    cache_packs.read(tmp_path, F, names[0])  # (a locator that each append updates)
+
+    def write(part: list) -> None:
+        for name in part:
+            cache_packs.append(tmp_path, F, name, name.encode() * 3)
+
+    threads = [threading.Thread(target=write, args=(names[i::4],)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(_packs(tmp_path)) == 1
+    assert all(cache_packs.read(tmp_path, F, n) == n.encode() * 3 for n in names)
+    assert all(_reader(tmp_path, n) == n.encode() * 3 for n in names[::37])
+
+
+def test_a_child_forked_while_another_thread_appends_can_append(tmp_path: Path) -> None:
+    cache_packs._lock.acquire()  # (as if another thread were in the middle of a record)
+    try:
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            try:
+                cache_packs.append(tmp_path, F, A, b"child")
+            finally:
+                os._exit(0)
+        assert os.waitpid(pid, 0)[1] == 0
+    finally:
+        cache_packs._lock.release()
+    assert _reader(tmp_path, A) == b"child"

@@ -24,6 +24,7 @@ import os
 import re
 import stat
 import struct
+import threading
 
 from cudalint.core import cache_files
 
@@ -68,6 +69,17 @@ class _Writer:
 
 
 _writers: dict = {}  # (root, folder) -> _Writer of this process
+# (one record at a time per process: the offsets the locator keeps are the writer's count of bytes)
+_lock = threading.Lock()
+
+
+def _after_fork() -> None:
+    global _lock
+    _lock = threading.Lock()  # (a child forked while another thread held it would wait for good)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def append(root: Folder, folder: str, name: str, payload: bytes) -> None:
@@ -80,20 +92,21 @@ def append(root: Folder, folder: str, name: str, payload: bytes) -> None:
     root = os.fspath(root)
     top = os.path.join(root, folder)
     record = _HEAD.pack(MAGIC, len(raw), len(payload), cache_files._mac(key, f"{folder}/{name}", payload)) + raw + payload
-    writer = _writer(root, folder, top, len(record))
-    if writer is None:
-        return
-    at = writer.size
-    try:
-        _write_all(writer.fd, record)
-    except OSError:
-        # (a record cut short would hide every record after it: this pack gets no more)
-        _drop(root, folder)
-        return
-    writer.size += len(record)
-    locator = _locators.get((root, folder))
-    if locator is not None:
-        locator.add(raw.decode(), writer.name, at + _HEAD.size + len(raw), len(payload), record[10:_HEAD.size])
+    with _lock:
+        writer = _writer(root, folder, top, len(record))
+        if writer is None:
+            return
+        at = writer.size
+        try:
+            _write_all(writer.fd, record)
+        except OSError:
+            # (a record cut short would hide every record after it: this pack gets no more)
+            _drop(root, folder)
+            return
+        writer.size += len(record)
+        locator = _locators.get((root, folder))
+        if locator is not None:
+            locator.add(raw.decode(), writer.name, at + _HEAD.size + len(raw), len(payload), record[10:_HEAD.size])
 
 
 def _writer(root: str, folder: str, top: str, size: int) -> Optional[_Writer]:
@@ -141,8 +154,9 @@ def _drop(root: str, folder: str) -> None:
 def close_all() -> None:
     """Close this process's packs (the next record starts a new one); for tests and long-lived
     processes that hand their packs on."""
-    for root, folder in list(_writers):
-        _drop(root, folder)
+    with _lock:
+        for root, folder in list(_writers):
+            _drop(root, folder)
 
 
 # ---------- reading -----------------------------------------------------------------------------
