@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from cudalint.core import cache_files, cache_packs
-from tests.support.packs import _record
 
 F = "v3"
 A, B, C = "a" * 64, "b" * 64, "c" * 64
@@ -27,6 +26,17 @@ def _fresh():
 
 def _packs(root: Path) -> list[Path]:
     return sorted((root / F).iterdir())
+
+
+def _append_in_child(root: Path, name: str, payload: bytes) -> None:
+    """`append` in a forked child, which exits at once."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            cache_packs.append(root, F, name, payload)
+        finally:
+            os._exit(0)
+    assert os.waitpid(pid, 0)[1] == 0
 
 
 def _reader(root: Path, name: str):
@@ -60,13 +70,7 @@ def test_a_name_that_is_no_digest_is_not_written(tmp_path: Path) -> None:
 def test_a_forked_child_writes_a_pack_of_its_own_that_the_parent_then_reads(tmp_path: Path) -> None:
     cache_packs.append(tmp_path, F, A, b"parent")
     assert cache_packs.read(tmp_path, F, B) is None  # (the parent looked before the child wrote)
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        try:
-            cache_packs.append(tmp_path, F, B, b"child")
-        finally:
-            os._exit(0)
-    assert os.waitpid(pid, 0)[1] == 0
+    _append_in_child(tmp_path, B, b"child")
     assert len(_packs(tmp_path)) == 2
     assert cache_packs.read(tmp_path, F, B) == b"child"  # (a miss looks at the packs made since)
     assert cache_packs.read(tmp_path, F, A) == b"parent"
@@ -114,7 +118,7 @@ def test_records_not_signed_here_are_misses_and_cannot_hide_a_signed_one(tmp_pat
     cache_packs.append(tmp_path, F, A, b"good")
     cache_packs.close_all()
     # a pack planted later (read last, tried first): the same name, a signature of another key
-    planted = _record(A, b"evil", b"0" * 64) + _record(B, b"evil", b"0" * 64)
+    planted = cache_packs.encode(A, b"evil", b"0" * 64) + cache_packs.encode(B, b"evil", b"0" * 64)
     (tmp_path / F / ("f" * 32 + ".pack")).write_bytes(planted)
     assert _reader(tmp_path, A) == b"good" and _reader(tmp_path, B) is None
     # a signed record copied into another folder of the cache: the signature covers the folder
@@ -133,11 +137,11 @@ def test_records_not_signed_here_are_misses_and_cannot_hide_a_signed_one(tmp_pat
     [
         b"",
         b"CUDP",
-        b"XXXX" + _record(A, b"x", b"0" * 64)[4:],  # another magic
-        _record(A, b"x", b"0" * 64)[:6] + (2**32 - 1).to_bytes(4, "big") + _record(A, b"x", b"0" * 64)[10:],  # past the end
-        _record(A, b"x", b"0" * 64)[:4] + (65535).to_bytes(2, "big") + _record(A, b"x", b"0" * 64)[6:],  # a name past the end
-        _record("../../" + "a" * 58, b"x", b"0" * 64),  # a name that is no digest
-        _record(A, b"x", b"0" * 64)[:74] + b"\xff" * 64 + b"x",  # nor text
+        b"XXXX" + cache_packs.encode(A, b"x", b"0" * 64)[4:],  # another magic
+        cache_packs.encode(A, b"x", b"0" * 64)[:6] + (2**32 - 1).to_bytes(4, "big") + cache_packs.encode(A, b"x", b"0" * 64)[10:],  # past the end
+        cache_packs.encode(A, b"x", b"0" * 64)[:4] + (65535).to_bytes(2, "big") + cache_packs.encode(A, b"x", b"0" * 64)[6:],  # a name past the end
+        cache_packs.encode("../../" + "a" * 58, b"x", b"0" * 64),  # a name that is no digest
+        cache_packs.encode(A, b"x", b"0" * 64)[:74] + b"\xff" * 64 + b"x",  # nor text
         os.urandom(5000),
     ],
 )
@@ -276,13 +280,7 @@ def test_threads_appending_at_once_leave_every_record_readable(tmp_path: Path) -
 def test_a_child_forked_while_another_thread_appends_can_append(tmp_path: Path) -> None:
     cache_packs._lock.acquire()  # (as if another thread were in the middle of a record)
     try:
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - the child
-            try:
-                cache_packs.append(tmp_path, F, A, b"child")
-            finally:
-                os._exit(0)
-        assert os.waitpid(pid, 0)[1] == 0
+        _append_in_child(tmp_path, A, b"child")
     finally:
         cache_packs._lock.release()
     assert _reader(tmp_path, A) == b"child"

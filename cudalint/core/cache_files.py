@@ -333,8 +333,13 @@ def remove_entries(root: Folder, folder: str, doomed: Callable[[str, os.stat_res
 
 def _signed(path: str) -> bool:
     """Whether the regular file at `path` (never through a link) starts as cudalint's entries do."""
+    return starts_with(path, _HEADER)
+
+
+def starts_with(path: str, prefix: bytes) -> bool:
+    """Whether `path` is a regular file (never reached through a link) whose first bytes are `prefix`."""
     fd = os.open(path, _READ_FLAGS)
     try:
-        return stat.S_ISREG(os.fstat(fd).st_mode) and os.read(fd, len(_HEADER)) == _HEADER
+        return stat.S_ISREG(os.fstat(fd).st_mode) and os.read(fd, len(prefix)) == prefix
     finally:
         os.close(fd)

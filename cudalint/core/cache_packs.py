@@ -91,7 +91,8 @@ def append(root: Folder, folder: str, name: str, payload: bytes) -> None:
         return
     root = os.fspath(root)
     top = os.path.join(root, folder)
-    record = _HEAD.pack(MAGIC, len(raw), len(payload), cache_files._mac(key, f"{folder}/{name}", payload)) + raw + payload
+    mac = _signature(key, folder, name, payload)
+    record = encode(name, payload, mac)
     with _lock:
         writer = _writer(root, folder, top, len(record))
         if writer is None:
@@ -106,7 +107,13 @@ def append(root: Folder, folder: str, name: str, payload: bytes) -> None:
         writer.size += len(record)
         locator = _locators.get((root, folder))
         if locator is not None:
-            locator.add(raw.decode(), writer.name, at + _HEAD.size + len(raw), len(payload), record[10:_HEAD.size])
+            locator.add(name, writer.name, at + _HEAD.size + len(raw), len(payload), mac)
+
+
+def encode(name: str, payload: bytes, mac: bytes) -> bytes:
+    """One record (`name` a hex digest, `mac` its 64 hex digits of signature)."""
+    raw = name.encode("ascii")
+    return _HEAD.pack(MAGIC, len(raw), len(payload), mac) + raw + payload
 
 
 def _writer(root: str, folder: str, top: str, size: int) -> Optional[_Writer]:
@@ -222,8 +229,12 @@ def read(root: Folder, folder: str, name: str) -> Optional[bytes]:
     return None
 
 
+def _signature(key: bytes, folder: str, name: str, payload: bytes) -> bytes:
+    return cache_files._mac(key, f"{folder}/{name}", payload)
+
+
 def _signed(key: bytes, folder: str, name: str, payload: bytes, mac: bytes) -> bool:
-    return cache_files.same(mac, cache_files._mac(key, f"{folder}/{name}", payload))
+    return cache_files.same(mac, _signature(key, folder, name, payload))
 
 
 def _read_at(path: str, at: int, size: int) -> Optional[bytes]:
@@ -278,6 +289,14 @@ def _walk(path: str) -> Iterator[tuple[str, int, int, bytes]]:
         os.close(fd)
 
 
+def _checked(path: str, key: bytes, folder: str) -> Iterator[tuple[str, Optional[bytes]]]:
+    """(name, payload) of each whole record of the pack at `path`; the payload None when the record
+    is not signed as it should be."""
+    for name, at, size, mac in list(_walk(path)):
+        payload = _read_at(path, at, size)
+        yield name, payload if payload is not None and _signed(key, folder, name, payload, mac) else None
+
+
 def records(root: Folder, folder: str) -> Iterator[tuple[str, str, bytes]]:
     """(pack, name, payload) of every record signed as it should be in `root`/`folder`."""
     key = cache_files.secret()
@@ -286,11 +305,11 @@ def records(root: Folder, folder: str) -> Iterator[tuple[str, str, bytes]]:
         packs = sorted(p for p in os.listdir(top) if _PACK_NAME.match(p))
     except OSError:
         return
+    if key is None:
+        return
     for pack in packs:
-        path = os.path.join(top, pack)
-        for name, at, size, mac in list(_walk(path)):
-            payload = _read_at(path, at, size)
-            if key is not None and payload is not None and _signed(key, folder, name, payload, mac):
+        for name, payload in _checked(os.path.join(top, pack), key, folder):
+            if payload is not None:
                 yield pack, name, payload
 
 
@@ -320,7 +339,7 @@ def compact(root: Folder, folder: str, kept: Callable[[str], bool], idle_before:
             continue
         try:
             st = os.lstat(path)
-            if stat.S_ISREG(st.st_mode) and st.st_mtime < idle_before and (not st.st_size or _starts_as_pack(path)):
+            if stat.S_ISREG(st.st_mode) and st.st_mtime < idle_before and (not st.st_size or cache_files.starts_with(path, MAGIC)):
                 idle.append((path, st.st_size))
         except OSError:
             continue
@@ -328,9 +347,8 @@ def compact(root: Folder, folder: str, kept: Callable[[str], bool], idle_before:
     removed = 0
     for path, size in idle:
         keep, gone = [], 0
-        for name, at, length, mac in list(_walk(path)):
-            payload = _read_at(path, at, length)
-            if payload is not None and _signed(key, folder, name, payload, mac) and kept(name):
+        for name, payload in _checked(path, key, folder):
+            if payload is not None and kept(name):
                 keep.append((name, payload))
             else:
                 gone += 1
@@ -346,10 +364,3 @@ def compact(root: Folder, folder: str, kept: Callable[[str], bool], idle_before:
     _locators.pop((root, folder), None)
     return removed
 
-
-def _starts_as_pack(path: str) -> bool:
-    fd = os.open(path, cache_files._READ_FLAGS)
-    try:
-        return os.read(fd, len(MAGIC)) == MAGIC
-    finally:
-        os.close(fd)

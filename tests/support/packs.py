@@ -1,7 +1,6 @@
 """The summary cache's packs (cudalint.core.cache_packs) as tests count, replace and damage them."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Callable
 
@@ -31,7 +30,7 @@ def rewrite_summaries(cache_dir: Path, payload_for: Callable[[str, bytes], bytes
             cache_packs.append(cache_dir, SUMMARIES, name, payload_for(name, payload))
         cache_packs.close_all()
     else:
-        blob = b"".join(_record(name, payload_for(name, payload), b"0" * 64) for name, payload in records)
+        blob = b"".join(cache_packs.encode(name, payload_for(name, payload), b"0" * 64) for name, payload in records)
         (cache_dir / SUMMARIES / ("f" * 32 + ".pack")).write_bytes(blob)
     return len(records)
 
@@ -60,12 +59,3 @@ def damage_summaries(cache_dir: Path) -> int:
             count += 1
         pack.write_bytes(bytes(data))
     return count
-
-
-def _record(name: str, payload: bytes, mac: bytes) -> bytes:
-    raw = name.encode()
-    return cache_packs._HEAD.pack(cache_packs.MAGIC, len(raw), len(payload), mac) + raw + payload
-
-
-def set_mtime(path: Path, when: float) -> None:
-    os.utime(path, (when, when))
