@@ -232,8 +232,10 @@ def _lint_files(
             and not (noqa and suppressed(f, by_path.get(f.path)))
             and not _per_file_ignored(f, config)
         ]
-        if cache is not None and loaded.summary_key:  # before the files' directives, which no summary holds
-            cache.put_run(loaded.summary_key, sorted(kept, key=Finding.sort_key))
+        if cache is not None:  # before the files' directives, which no summary holds
+            for key in (loaded.summary_key, loaded.lean_key):
+                if key:
+                    cache.put_run(key, sorted(kept, key=Finding.sort_key))
         if kept:  # `# cudalint: noqa` silences a whole file; flake8 does not know it, so it applies there too
             from cudalint.engine.suppress import apply_file_directives
 

@@ -106,15 +106,16 @@ def _index(cache_dir: Path) -> dict:
 
 
 def test_the_index_records_each_file_by_its_stamp_key_and_summary_name(tmp_path: Path) -> None:
-    """A warm run reads only the small index (path -> mtime, size, key, summary name, module name)
-    and the run's findings; a comment added to a file gives it a new key, and its summary (equal to
-    the old one) keeps the old name (cudalint.engine.run_keys)."""
+    """A warm run reads only the small index (path -> mtime, size, key, summary name, module name,
+    lean summary name) and the run's findings; a comment added to a file gives it a new key, and its
+    summary (equal to the old one) keeps the old lean name (cudalint.engine.run_keys): the first run
+    kept only lean summaries (no module makes a llama.cpp context), so the whole name is its own."""
     src = tmp_path / "proj"
     shutil.copytree(FIXTURES / "CUD001" / "cross_module", src)
     lint_paths([str(src)], cache=Cache.open(tmp_path / "cache", load_catalogue()))
     index = _index(tmp_path / "cache")
     files = sorted(src.rglob("*.py"))
-    assert len(index) == len(files) and all(len(v) == 5 and v[3] == v[2] for v in index.values())  # named by its own key at first
+    assert len(index) == len(files) and all(len(v) == 6 and v[3] == v[2] == v[5] for v in index.values())  # named by its own key at first
     for path in files:
         st = path.stat()
         assert index[f"{path}\0{path}"][:2] == [st.st_mtime_ns, st.st_size]
@@ -126,7 +127,7 @@ def test_the_index_records_each_file_by_its_stamp_key_and_summary_name(tmp_path:
     touched.write_text(touched.read_text() + "\n# a comment\n")
     lint_paths([str(src)], cache=Cache.open(tmp_path / "cache", load_catalogue()))
     new = _index(tmp_path / "cache")[f"{touched}\0{touched}"]
-    assert new[2] != old[2] and new[3] == old[2] and new[4] == old[4]
+    assert new[2] != old[2] and new[3] == new[2] and new[5] == old[2] and new[4] == old[4]
 
 
 def test_files_touched_but_unchanged_are_not_parsed_again(tmp_path: Path, monkeypatch) -> None:

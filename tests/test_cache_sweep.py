@@ -14,7 +14,7 @@ from cudalint.core import cache_files, cache_packs
 from cudalint.core.cache_packs import SUMMARIES
 from cudalint.core.catalogue import load_catalogue
 from cudalint.engine import cache_sweep
-from cudalint.engine.cache import Cache, named_summaries
+from cudalint.engine.cache import Cache, lean_key, named_summaries
 from tests.fixture_expectations import FIXTURES
 from tests.support.packs import pack_files, summary_records
 
@@ -70,7 +70,7 @@ def test_a_sweep_removes_what_no_run_can_use_and_nothing_else(tmp_path: Path) ->
         _entry(root, f"fixes/{k[2]}.json", 31),
         _entry(root, f"catalogue/{k[3][:32]}.json", 31),
         _pack(root, [(k[4], b"4")], 2),  # named only by an index not written for a month
-        _entry(root, f"index/{k[5][:16]}.idx", 31, json.dumps({"/x\0x": [1, 2, k[4], k[4], "x"]}).encode()),
+        _entry(root, f"index/{k[5][:16]}.idx", 31, json.dumps({"/x\0x": [1, 2, k[4], k[4], "x", k[4]]}).encode()),
         _aged(_new(root / SUMMARIES / ("0" * 32 + ".pack"), b""), 2),  # a writer died before its first record
     }
     mixed = _pack(root, [(k[0], b"0"), (k[8], b"8")], 2)  # named by no index / by another cudalint's, in use
@@ -78,7 +78,7 @@ def test_a_sweep_removes_what_no_run_can_use_and_nothing_else(tmp_path: Path) ->
     kept = {
         _pack(root, [(k[6], b"6")], 0.5),  # a run under way may name it yet
         _entry(root, f"runs/{k[7]}.run", 29),
-        _entry(root, f"index/{k[9][:16]}.idx", 1, json.dumps({f"{src / 'serve.py'}\0a": [1, 2, k[8], k[8], "serve"], f"{src}\0b": 5, f"{src}\0c": [1, 2]}).encode()),
+        _entry(root, f"index/{k[9][:16]}.idx", 1, json.dumps({f"{src / 'serve.py'}\0a": [1, 2, k[8], k[8], "serve", k[8]], f"{src}\0b": 5, f"{src}\0c": [1, 2]}).encode()),
         _aged(_new(root / SUMMARIES / ("e" * 32 + ".pack"), b"not a pack"), 40),  # a pack's name, not a pack
         _aged(_new(root / SUMMARIES / "notes.txt"), 40),  # a user's file
         _aged(_new(root / "runs" / "notes.txt"), 40),
@@ -121,7 +121,8 @@ def test_a_file_that_went_leaves_the_index_then_its_summary_goes(tmp_path: Path)
     after = cache_files.read(root, f"index/{index.name}")
     assert set(after) == {w for w in before if not w.endswith("gpus.py")}
     names = sorted(name for name, _payload in summary_records(root))
-    assert names == sorted(hit[2] for hit in after.values()) and gpus[0] not in names
+    # (kept lean: no module of it makes a llama.cpp context, cudalint.summary.thread_free)
+    assert names == sorted(lean_key(hit[2]) for hit in after.values()) and lean_key(gpus[0]) not in names
     assert _findings(lint_paths([str(src)], cache=Cache.open(root, load_catalogue()))) == _findings(lint_paths([str(src)]))
 
 

@@ -353,10 +353,12 @@ def test_a_file_with_windows_line_ends_is_summarized_as_its_bytes_say(data: byte
     path = tmp_path / "winmod.py"
     path.write_bytes(data)
     cat = load_catalogue()
-    item = (FileInfo(path=str(path), module="winmod", is_package=False), "")
-    path_, key, stamp, made, new = tasks._first_task(item, cat)
-    assert path_ == str(path) and key and new and stamp == (path.stat().st_mtime_ns, path.stat().st_size)
-    assert encode(made) == encode(_summarize_bytes(str(path), data, "winmod", False, cat))
+    for lean in (False, True):  # (a lean one is the whole one stripped: cudalint.summary.thread_free)
+        item = (FileInfo(path=str(path), module="winmod", is_package=False), "", None, lean)
+        path_, key, stamp, made, new, form = tasks._first_task(item, cat)
+        assert path_ == str(path) and key and new and stamp == (path.stat().st_mtime_ns, path.stat().st_size)
+        assert form == ("lean" if lean else "")
+        assert encode(made) == encode(_summarize_bytes(str(path), data, "winmod", False, cat, lean=lean))
 
 
 _PROJECT = {

@@ -53,15 +53,17 @@ def _index_key(path: str, absolute: Optional[str] = None) -> str:
 
 
 def _entry_shape(hit: object) -> bool:
-    """An index entry as `Cache.remember` writes it: [mtime_ns, size, key, summary name, module name]."""
+    """An index entry as `Cache.remember` writes it: [mtime_ns, size, key, summary name, module name,
+    lean summary name]."""
     return (
         isinstance(hit, list)
-        and len(hit) == 5
+        and len(hit) == 6
         and type(hit[0]) is int
         and type(hit[1]) is int
         and cache_files.is_key(hit[2])
         and cache_files.is_key(hit[3])
         and isinstance(hit[4], str)
+        and cache_files.is_key(hit[5])
     )
 
 
@@ -70,6 +72,12 @@ def _entry_shape(hit: object) -> bool:
 # cudalint wrote (cudalint.core.cache_files.remove_form; once they are gone, one `lstat`)
 # (`v2`: one file per summary in `<2 hex>/` shards, until the packs of cudalint.core.cache_packs)
 _OLD_FORMS = ("v1", "v2")
+
+
+def lean_key(key: str) -> str:
+    """Where the lean summary (cudalint.summary.thread_free) of the bytes `key` names is kept: apart
+    from the whole one, which a run that needs the thread model's events must not take it for."""
+    return hex_digest(b"lean\0" + key.encode("ascii"))
 
 
 def named_summaries(root: PathLike) -> set[str]:
@@ -90,7 +98,9 @@ def named_summaries(root: PathLike) -> set[str]:
         kept = {where: hit for where, hit in index.items() if os.path.lexists(where.partition("\0")[0])}  # (`_index_key`)
         if len(kept) < len(index):
             cache_files.write_json(root, f"index/{name}", kept)
-        named.update(hit[2] for hit in kept.values() if _entry_shape(hit))
+        for hit in kept.values():
+            if _entry_shape(hit):
+                named.update((hit[2], lean_key(hit[2])))
     return named
 
 
@@ -138,6 +148,21 @@ class Cache:
         return h.hexdigest()
 
     def get(self, key: str) -> Optional[Union[ModuleIR, Finding]]:
+        value = self._read(key)
+        if value is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return value
+
+    def find(self, key: str) -> Optional[Union[ModuleIR, Finding]]:
+        """`get`, where not finding it is no miss (a lean form may answer instead: `get_lean`)."""
+        value = self._read(key)
+        if value is not None:
+            self.hits += 1
+        return value
+
+    def _read(self, key: str) -> Optional[Union[ModuleIR, Finding]]:
         from cudalint.core import cache_packs
         from cudalint.core.ir import ModuleIR
         from cudalint.engine import summary_codec
@@ -147,13 +172,21 @@ class Cache:
             value = summary_codec.loads(payload) if payload is not None else None
         except (ValueError, TypeError, KeyError, RecursionError, AttributeError):
             value = None
-        if not isinstance(value, (ModuleIR, Finding)):
-            self.misses += 1
+        return value if isinstance(value, (ModuleIR, Finding)) else None
+
+    def get_lean(self, key: str) -> Optional[ModuleIR]:
+        """The lean summary of the bytes `key` names, if one was kept (`put(..., lean=True)`); asked
+        before the whole one, so not finding it is no miss."""
+        from cudalint.core.ir import ModuleIR
+
+        value = self._read(lean_key(key)) if cache_files.is_key(key) else None
+        if type(value) is not ModuleIR:
             return None
         self.hits += 1
         return value
 
-    def put(self, key: str, value: Union[ModuleIR, Finding]) -> None:
+    def put(self, key: str, value: Union[ModuleIR, Finding], lean: bool = False) -> None:
+        """`lean`: `value` is a lean summary (cudalint.summary.thread_free), kept apart (`get_lean`)."""
         if not cache_files.is_key(key):
             return
         from cudalint.core import cache_packs
@@ -163,7 +196,7 @@ class Cache:
             payload = summary_codec.dumps(value)
         except (RecursionError, TypeError, ValueError):
             return  # an IR nested too deeply to pickle: the cache is an optimization, never a failure
-        cache_packs.append(self.directory, cache_packs.SUMMARIES, key, payload)
+        cache_packs.append(self.directory, cache_packs.SUMMARIES, lean_key(key) if lean else key, payload)
 
     def kept(self, key: str) -> Optional[tuple[Union[ModuleIR, Finding], bool]]:
         """The summary `key` as an earlier run of this process analyzed it, and whether it went
@@ -203,21 +236,34 @@ class Cache:
     # summary is known equal to the summary of the key recorded now. An edit that leaves the summary
     # as it was (a comment, a blank line at the end) keeps the name, and a run over the same names
     # reuses an earlier run's findings without reading a summary.
+    # A lean summary's name (cudalint.summary.thread_free) is the same for the lean summaries: the
+    # key of the earliest bytes known to summarize the same once stripped. Summaries with one name
+    # have one lean name (the old one's is taken with its name); two with one lean name may differ in
+    # the thread model's events, so a run that reads them is named by lean names only when no
+    # module makes a llama.cpp context (cudalint.engine.run_keys.LEAN).
     def summary_name(self, path: str) -> Optional[str]:
         hit = self._entry(path)
         return hit[3] if hit is not None else None
 
-    def previous(self, path: str) -> Optional[tuple[str, str]]:
-        """(key, summary name) the index records for `path`, whatever its stamp says."""
+    def lean_name(self, path: str) -> Optional[str]:
         hit = self._entry(path)
-        return (hit[2], hit[3]) if hit is not None else None
+        return hit[5] if hit is not None else None
 
-    def name_summary(self, path: str, key: str, name: str) -> None:
-        """Record that the summary of `key` (the key the index has for `path`) is the one `name` names."""
+    def previous(self, path: str) -> Optional[tuple[str, str, str]]:
+        """(key, summary name, lean summary name) the index records for `path`, whatever its stamp says."""
         hit = self._entry(path)
-        if hit is not None and hit[2] == key and cache_files.is_key(name) and hit[3] != name:
-            hit[3] = name
-            self._index_dirty = True
+        return (hit[2], hit[3], hit[5]) if hit is not None else None
+
+    def name_summary(self, path: str, key: str, name: Optional[str], lean_name: str) -> None:
+        """Record that the summary of `key` (the key the index has for `path`) is the one `name` names
+        (None: not known), and its lean form the one `lean_name` names."""
+        hit = self._entry(path)
+        if hit is None or hit[2] != key:
+            return
+        for at, value in ((3, name), (5, lean_name)):
+            if value is not None and cache_files.is_key(value) and hit[at] != value:
+                hit[at] = value
+                self._index_dirty = True
 
     def lookup(self, path: str, modname: str, absolute: Optional[str] = None) -> Optional[str]:
         """The key recorded for `path` if its mtime and size are unchanged and it was recorded under
@@ -241,7 +287,7 @@ class Cache:
         index = self._load_index()
         old = index.get(_index_key(path))
         same = _entry_shape(old) and old[2] == key
-        index[_index_key(path)] = [stamp[0], stamp[1], key, old[3] if same else key, modname]
+        index[_index_key(path)] = [stamp[0], stamp[1], key, old[3] if same else key, modname, old[5] if same else key]
         self._index_dirty = True
 
     def save_index(self) -> None:

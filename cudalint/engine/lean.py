@@ -12,68 +12,39 @@ summaries a touched file is compared by (cudalint.engine.run_keys.summary_names)
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from cudalint.core.deep import call_roomy
-from cudalint.core.ir import Branch, Event, Loop, MainGuard, ModuleIR, Try
+from cudalint.core.ir import ModuleIR
 
-# the event kinds only the thread model reads (cudalint.core.ir.Event), and "return"'s data (its
-# origin, read by cudalint.analysis.threads); a plain "return" ends a path for the flow engine
-THREAD_ONLY = frozenset({"bind", "call_refs", "llama_use", "llama_iter", "lock_enter", "lock_exit", "thread_start", "concurrency"})
+from cudalint.summary.thread_free import THREAD_ONLY, strip  # noqa: F401  (re-exported)
 
-
-def _block(block: tuple) -> tuple:
-    out: list = []
-    changed = False
-    for node in block:
-        t = type(node)
-        if t is Event:
-            kind = node.kind
-            if kind in THREAD_ONLY:
-                changed = True
-                continue
-            if kind == "return" and node.data:
-                node = Event("return", node.loc, node.text)
-                changed = True
-        elif t is Branch:
-            arms = tuple(_block(a) for a in node.arms)
-            if any(a is not b for a, b in zip(arms, node.arms)):
-                node = Branch(arms, node.exhaustive, node.at_import)
-                changed = True
-        elif t is Loop:
-            body, orelse = _block(node.body), _block(node.orelse)
-            if body is not node.body or orelse is not node.orelse:
-                node = Loop(body, orelse, node.loc, node.infinite)
-                changed = True
-        elif t is Try:
-            body, orelse, final = _block(node.body), _block(node.orelse), _block(node.final)
-            handlers = tuple(_block(h) for h in node.handlers)
-            if body is not node.body or orelse is not node.orelse or final is not node.final or any(a is not b for a, b in zip(handlers, node.handlers)):
-                node = Try(body, handlers, orelse, final)
-                changed = True
-        elif t is MainGuard:
-            body, orelse = _block(node.body), _block(node.orelse)
-            if body is not node.body or orelse is not node.orelse:
-                node = MainGuard(body, orelse)
-                changed = True
-        out.append(node)
-    return tuple(out) if changed else block
+if TYPE_CHECKING:
+    from cudalint.core.catalogue import Catalogue
+    from cudalint.engine.fileinfo import FileInfo
 
 
-def strip(summary: ModuleIR) -> ModuleIR:
-    """`summary` without the thread model's events (itself when it has none)."""
-    from dataclasses import replace
+def may_make_context(infos: "Sequence[FileInfo]", catalogue: "Catalogue") -> bool:
+    """Whether one of these files names a library that makes llama.cpp contexts (the first name of a
+    catalogued maker: `llama_cpp`, `gpt4all`, `langchain_community`): then summaries are made whole
+    from the start. A module that makes one imports it, or imports a module of the project that
+    does (then that one names it). A prediction only: a lean summary still says exactly whether its
+    module makes a context (`ModuleIR.makes_llama`), and one that does has every lean one made again
+    whole (`repair`); the prediction spares a project that makes contexts that second summary of
+    each file (a look through bytes the page cache holds)."""
+    import re
 
-    top = _block(summary.top)
-    functions = {}
-    changed = top is not summary.top
-    for name, fn in summary.functions.items():
-        body = _block(fn.body)
-        if body is not fn.body:
-            fn = replace(fn, body=body)
-            changed = True
-        functions[name] = fn
-    return replace(summary, top=top, functions=functions) if changed else summary
+    from cudalint.inputs.source import read_bytes
+
+    words = sorted({a.name.split(".", 1)[0] for a in catalogue.apis if a.get("llama_context")})
+    if not words:
+        return False  # (no catalogued library makes one)
+    found = re.compile(rb"\b(?:" + b"|".join(re.escape(w.encode()) for w in words) + rb")\b").search
+    for info in infos:
+        data = info.text if info.text is not None else read_bytes(info.path)
+        if isinstance(data, bytes) and found(data):
+            return True
+    return False
 
 
 class Lean:

@@ -87,20 +87,41 @@ def same_summary(old: Optional[Union[ModuleIR, Finding]], new: Union[ModuleIR, F
         return False
 
 
-def summary_names(cache: "Cache", infos: "list[FileInfo]", results: Mapping[str, Any], before: Mapping[str, tuple[str, str]], keys: Mapping[str, str]) -> dict[str, Optional[str]]:
-    """path -> the name of its summary (cudalint.engine.run_keys), for the files the analysis reads.
-    A file whose bytes changed keeps its old name when its new summary equals the old one."""
+def summary_names(
+    cache: "Cache", infos: "list[FileInfo]", results: Mapping[str, Any], before: Mapping[str, tuple[str, str, str]], keys: Mapping[str, str]
+) -> "tuple[dict[str, Optional[str]], dict[str, Optional[str]]]":
+    """path -> the name of its summary (cudalint.engine.run_keys), and -> the name of its lean form
+    (cudalint.summary.thread_free, `LEAN`), for the files the analysis reads. A file whose bytes
+    changed keeps its old names when its new summary equals the old one; its old lean name alone
+    when only the old lean form is kept and equals the new one stripped."""
     names: dict[str, Optional[str]] = {}
+    lean_names: dict[str, Optional[str]] = {}
     for info in infos:
         path = info.path
         if path not in keys:
             continue  # (it cannot be read)
         if not info.cached:
-            names[path] = None
+            names[path] = lean_names[path] = None
             continue
         if path in before and path in results:
-            old_key, old_name = before[path]
-            if same_summary(_deep(cache.get, old_key), results[path]):
-                cache.name_summary(path, keys[path], old_name)
+            old_key, old_name, old_lean = before[path]
+            old = _deep(cache.find, old_key)
+            if old is not None:
+                if same_summary(old, results[path]):
+                    cache.name_summary(path, keys[path], old_name, old_lean)
+            elif type(results[path]) is not Finding:
+                from cudalint.summary.thread_free import strip
+
+                old = _deep(cache.get_lean, old_key)
+                if old is None:
+                    cache.misses += 1
+                elif same_summary(old, _deep(strip, results[path])):
+                    cache.name_summary(path, keys[path], None, old_lean)
         names[path] = cache.summary_name(path)
-    return names
+        lean_names[path] = cache.lean_name(path)
+    return names, lean_names
+
+
+# a run salt's suffix naming the runs in which no module made a llama.cpp context by the lean names
+# of their summaries (`summary_names`): their findings hold for every run with the same lean names
+LEAN = "\0lean"

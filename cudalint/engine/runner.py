@@ -33,7 +33,7 @@ from cudalint.core.deep import call_roomy as _deep
 from cudalint.engine.gc_pause import paused_gc
 from cudalint.engine.indexed import Indexed, index_files
 from cudalint.engine.fileinfo import FileInfo
-from cudalint.engine.tasks import _first_task, _run_chunk, _summary_task, _unpacker, start_worker
+from cudalint.engine.tasks import LEAN, _first_task, _run_chunk, _summary_task, _unpacker, start_worker
 from cudalint.safepath import trusted_cwd
 
 if TYPE_CHECKING:  # (imported where used: a run the cache answers whole needs neither: `reused_run`)
@@ -54,6 +54,7 @@ class Loaded:
     run_key: str = ""  # names this exact input (every file's key, the configuration): see Cache.get_run
     reused: Optional[list] = None  # findings of an earlier run with the same run_key, or the same summary_key
     summary_key: str = ""  # names the summaries this run analyzed (cudalint.engine.run_keys)
+    lean_key: str = ""  # names their lean forms, when no module makes a llama.cpp context (run_keys.LEAN)
     # `reused` came by summary_key: the findings before the files' own `# cudalint: noqa` lines, which
     # a summary does not hold (the caller applies them)
     cut: bool = False
@@ -109,25 +110,28 @@ def _load(
 ) -> Loaded:
     """`load_files` with its pool."""
     from cudalint.core.ir import ModuleIR
-    from cudalint.engine.lean import Lean
+    from cudalint.engine.lean import Lean, may_make_context
 
     salt = cache.salt if cache is not None else ""
     infos = indexed.infos
     info_of = {i.path: i for i in infos}
     cache_dir = str(cache.directory) if cache is not None else None
     lean = Lean()  # (the thread model's events, while no module makes a llama.cpp context: cudalint.engine.lean)
+    # pass 1 makes summaries lean at once (cudalint.summary.thread_free) unless a file may make a context
+    at_once = not may_make_context(indexed.todo, catalogue)
     keys = dict(indexed.keys)
     problems: dict[str, Finding] = {}  # files that cannot be read
-    before: dict[str, tuple[str, str]] = {}  # path -> (key, summary name) of the bytes it had, when they changed
+    before: dict[str, tuple[str, str, str]] = {}  # path -> (key, summary name, lean name) of the bytes it had, when they changed
     # pass 1's summaries; from a worker still pickled (`_run_chunk`) until taken below: as objects
     # all at once they made vllm's peak
     made: dict[str, Any] = {}
-    # what the index recorded of each file: one that may have changed has its new summary compared
-    # whole with its old one (`before`), so a worker must not strip it (cudalint.engine.tasks._run)
+    # what the index recorded of each file: one whose bytes changed has its new summary compared
+    # whole with its old one (`before`), so a worker keeps it whole (cudalint.engine.tasks._first_task);
+    # the others are made lean (cudalint.summary.thread_free) until a module makes a llama.cpp context
     prior = {i.path: cache.previous(i.path) for i in indexed.todo if i.text is None} if cache is not None else {}
-    items = [(i, salt, prior.get(i.path) is not None) for i in indexed.todo]
+    items = [(i, salt, prior[i.path][0] if prior.get(i.path) else None, at_once) for i in indexed.todo]
     found: set[str] = set()  # summaries pass 1 found in the cache (bytes known under another stamp)
-    for path, key, stamp, summary, new in pool.map(_first_task, items, cache_dir=cache_dir):
+    for path, key, stamp, summary, new, form in pool.map(_first_task, items, cache_dir=cache_dir):
         if not key:
             problems[path] = summary
             continue
@@ -137,7 +141,7 @@ def _load(
             if old is not None and old[0] != key:
                 before[path] = old
             cache.remember(path, info_of[path].module, stamp, key)
-        made[path] = summary if type(summary) is tuple else lean(path, summary, hold=path in before)
+        made[path] = summary if type(summary) is tuple else lean(path, summary, hold=path in before, stripped=form == LEAN)
         if not new:
             found.add(path)
     run_key = ""
@@ -183,15 +187,22 @@ def _load(
         # this run wants it; a stripped one is no use once a module makes a llama.cpp context
         got = cache.kept(keys[info.path]) if cache is not None and info.path not in before else None
         if got is None or (got[1] and not lean.on):
-            return None
+            # else a lean one from the cache, while no module makes a context
+            made = _deep(lambda: cache.get_lean(keys[info.path])) if cache is not None and lean.on and info.path not in before else None
+            return lean(info.path, made, stripped=True) if made is not None else None
         return lean(info.path, got[0], stripped=got[1])
 
     run_key, summarized = _summarize(pool, cache, fresh, work, keys, salt, results, run_key, summarized, cache_dir, moved, keep, held)
-    cut_key = ""
+    cut_key = lean_cut = ""
     if cache is not None and cutoff and run_salt is not None and run_key:
-        names = run_keys.summary_names(cache, infos, results, before, keys)
+        names, lean_names = run_keys.summary_names(cache, infos, results, before, keys)
         cut_key = run_keys.summary_key(salt, run_salt, infos, names, problems) or ""
+        # (while no module makes a llama.cpp context, the lean forms name the input too: runs that
+        # made none keep their findings under that name as well, `Loaded.lean_key`)
+        lean_cut = (run_keys.summary_key(salt, run_salt + run_keys.LEAN, infos, lean_names, problems) or "") if lean.on else ""
         reused = cache.get_run(cut_key) if cut_key else None
+        if reused is None and lean_cut:
+            reused = cache.get_run(lean_cut)
         if reused is not None:
             cache.save_index()
             return Loaded(modules=[], problems=[], run_key=run_key, reused=reused, summary_key=cut_key, cut=True)
@@ -231,7 +242,7 @@ def _load(
             value = results.get(info.path)
             if type(value) is ModuleIR and info.cached and info.path not in moved:
                 cache.keep(keys[info.path], value, lean.on)
-    return Loaded(modules=modules, problems=out_problems, summarized=summarized, run_key=run_key, summary_key=cut_key)
+    return Loaded(modules=modules, problems=out_problems, summarized=summarized, run_key=run_key, summary_key=cut_key, lean_key=lean_cut if lean.on else "")
 
 
 def _summarize(

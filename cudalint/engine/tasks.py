@@ -34,12 +34,17 @@ def _catalogue(ctx: Union[Catalogue, tuple[str, ...]], cache_dir: Optional[str] 
     return ctx if isinstance(ctx, Catalogue) else load_catalogue(ctx, cache_dir=cache_dir)
 
 
-def _first_task(item: tuple[FileInfo, str], extra, cache_dir: Optional[str] = None) -> tuple[str, str, Optional[tuple[int, int]], Any, bool]:
-    """(path, key, stamp, summary or CUD900 finding, whether it was made here) of a file the cache's
-    index does not know unchanged; key "": it cannot be read (the finding says why). Every file is
-    summarized: on every fetched tree the summaries a selection spared were fewer than the scan
-    that chose them cost (cudalint.engine.runner)."""
-    info, salt = item[0], item[1]  # (item[2]: keep its summary whole, read by `_run`)
+def _first_task(item: tuple, extra, cache_dir: Optional[str] = None) -> tuple[str, str, Optional[tuple[int, int]], Any, bool, str]:
+    """(path, key, stamp, summary or CUD900 finding, whether it was made here, its form) of a file the
+    cache's index does not know unchanged; key "": it cannot be read (the finding says why). Every
+    file is summarized: on every fetched tree the summaries a selection spared were fewer than the
+    scan that chose them cost (cudalint.engine.runner).
+
+    `item`: (file, salt, the key the index recorded for it or None, whether a lean summary will do).
+    The form: WHOLE (bytes other than the recorded key's: compared whole with the earlier summary,
+    cudalint.engine.run_keys), LEAN (made or read lean: cudalint.summary.thread_free), or "" (whole,
+    may be stripped)."""
+    info, salt, recorded, lean_ok = item
     try:
         st = os.stat(info.path)
         stamp: Optional[tuple[int, int]] = (st.st_mtime_ns, st.st_size)  # before reading: never newer than the bytes
@@ -49,16 +54,29 @@ def _first_task(item: tuple[FileInfo, str], extra, cache_dir: Optional[str] = No
     if not isinstance(data, Finding):
         data = source.too_big(info.path, data) or data
     if isinstance(data, Finding):
-        return info.path, "", None, data, False
+        return info.path, "", None, data, False, ""
     key = Cache.make_key(salt, info.path, info.module, data)
+    whole = recorded is not None and recorded != key
+    lean = lean_ok and not whole
     if cache_dir is not None and info.cached:
         # bytes summarized before under another stamp (a checkout, a cache restored by CI: every
         # file's mtime is new): their entry, instead of a parse
-        hit = _deep(lambda: _cache(cache_dir, salt).get(key))
+        cache = _cache(cache_dir, salt)
+        if lean:
+            hit = _deep(lambda: cache.get_lean(key))
+            if hit is not None:
+                return info.path, key, stamp, hit, False, LEAN
+        hit = _deep(lambda: cache.get(key))
         if hit is not None:
-            return info.path, key, stamp, hit, False
-    result = summarize_bytes(info.path, data, info.module, info.is_package, _catalogue(extra, cache_dir))
-    return info.path, key, stamp, _deliver(info, key, salt, result, cache_dir), True
+            return info.path, key, stamp, hit, False, WHOLE if whole else ""
+    result = summarize_bytes(info.path, data, info.module, info.is_package, _catalogue(extra, cache_dir), lean=lean)
+    form = LEAN if lean and type(result) is not Finding else (WHOLE if whole else "")
+    return info.path, key, stamp, _deliver(info, key, salt, result, cache_dir, form == LEAN), True, form
+
+
+# `_first_task`'s forms of a summary
+WHOLE = "whole"
+LEAN = "lean"
 
 
 # In a pool worker: the cache entries it made, written by a thread of its own while the worker has
@@ -75,13 +93,13 @@ _IDLE_SINCE = [0.0]  # when it last finished one (time.monotonic)
 _QUIET = 0.02
 
 
-def _deliver(info: FileInfo, key: str, salt: str, result: Union[ModuleIR, Finding], cache_dir: Optional[str]) -> Any:
+def _deliver(info: FileInfo, key: str, salt: str, result: Union[ModuleIR, Finding], cache_dir: Optional[str], lean: bool = False) -> Any:
     """Into the cache (now, or when this worker is idle), and back to the caller."""
     if cache_dir is not None and info.cached:
         if _LATER is not None:
-            _LATER.put((cache_dir, salt, key, result))
+            _LATER.put((cache_dir, salt, key, result, lean))
         else:
-            _write(cache_dir, salt, key, result)
+            _write(cache_dir, salt, key, result, lean)
     return result
 
 
@@ -90,8 +108,8 @@ def _cache(cache_dir: str, salt: str) -> Cache:
     return Cache(directory=cache_dir, salt=salt)
 
 
-def _write(cache_dir: str, salt: str, key: str, result: Union[ModuleIR, Finding]) -> None:
-    _deep(lambda: _cache(cache_dir, salt).put(key, result))
+def _write(cache_dir: str, salt: str, key: str, result: Union[ModuleIR, Finding], lean: bool = False) -> None:
+    _deep(lambda: _cache(cache_dir, salt).put(key, result, lean))
 
 
 def start_worker(folder: str) -> None:
@@ -164,10 +182,10 @@ def _summary_task(item: tuple[FileInfo, str, str], extra, cache_dir: Optional[st
     return info.path, _deliver(info, now, salt, result, cache_dir), now != key
 
 
-def summarize_bytes(path: str, data: bytes, modname: str, is_package: bool, catalogue: Catalogue) -> Union[ModuleIR, Finding]:
+def summarize_bytes(path: str, data: bytes, modname: str, is_package: bool, catalogue: Catalogue, lean: bool = False) -> Union[ModuleIR, Finding]:
     from cudalint.summary.from_bytes import _summarize_bytes  # one way to summarize, the library's own
 
-    return _summarize_bytes(path, data, modname, is_package, catalogue)
+    return _summarize_bytes(path, data, modname, is_package, catalogue, lean)
 
 
 def _run_chunk(fn_name: str, items: list, extra: tuple[str, ...], kwargs: dict) -> bytes:
@@ -192,22 +210,22 @@ def _run(fn_name: str, fn: Callable, items: list, extra: tuple[str, ...], kwargs
         if fn_name == "_first_task":
             # the summaries stay bytes until the parent takes them (`load_files`): one pickle for the
             # chunk's, which share their strings and positions (cudalint.summary.summarize._SHARED);
-            # stripped of the thread model's events here (cudalint.engine.lean), unless the summary makes a
-            # llama.cpp context or the parent keeps it whole (item[2]): on vllm the parent stripped and
-            # unpickled them alone, a tenth of its share of the run
-            from cudalint.engine.lean import strip
+            # stripped of the thread model's events here (cudalint.engine.lean) if not made lean,
+            # unless the summary makes a llama.cpp context or the parent keeps it whole (WHOLE): on
+            # vllm the parent stripped and unpickled them alone, a tenth of its share of the run
+            from cudalint.summary.thread_free import strip
 
             made, stripped = [], []
-            for item, r in zip(items, results):
-                summary = r[3]
+            for r in results:
+                summary, form = r[3], r[5]
                 if type(summary) is ModuleIR:
-                    lean = summary if summary.makes_llama or (len(item) > 2 and item[2]) else _deep(lambda: strip(summary))
+                    lean = summary if form or summary.makes_llama else _deep(lambda: strip(summary))
                     made.append(lean)
-                    stripped.append(lean is not summary)
+                    stripped.append(form == LEAN or lean is not summary)
             if made:
                 blob = _deep(lambda: pickle.dumps(made, protocol=pickle.HIGHEST_PROTOCOL))
                 at = iter(range(len(made)))
-                results = [(*r[:3], (blob, (i := next(at)), stripped[i]), r[4]) if type(r[3]) is ModuleIR else r for r in results]
+                results = [(*r[:3], (blob, (i := next(at)), stripped[i]), *r[4:]) if type(r[3]) is ModuleIR else r for r in results]
         return _deep(lambda: pickle.dumps(results, protocol=pickle.HIGHEST_PROTOCOL))
 
 

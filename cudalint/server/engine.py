@@ -44,9 +44,9 @@ class MemoryCache(Cache):
             self._remember(key, value, False)
         return value
 
-    def put(self, key: str, value: Union[ModuleIR, Finding]) -> None:
-        self._remember(key, value, False)
-        super().put(key, value)
+    def put(self, key: str, value: Union[ModuleIR, Finding], lean: bool = False) -> None:
+        self._remember(key, value, lean)
+        super().put(key, value, lean)
 
     def kept(self, key: str) -> Optional[tuple[Union[ModuleIR, Finding], bool]]:
         hit = self._memory.get(key)

@@ -87,6 +87,8 @@ def _mapping_view(iterable: ast.expr, target: ast.expr) -> tuple[Optional[ast.ex
 def for_bind(s: "_Summarizer", target: ast.expr, iterable: ast.expr, scope: "_Scope", out: list) -> None:
     """`for m in [llm] * 4:` binds m to llm; `for m in llms:` to what llms repeats ("each:" origin:
     only a container of one repeated object gives its elements an identity here)."""
+    if s.lean:
+        return  # (only "bind" events: cudalint.summary.thread_free)
     container, element = _mapping_view(iterable, target)
     if container is not None and type(element) is ast.Name:
         r = _plain(s, container, scope)
@@ -128,5 +130,7 @@ def part_refs(s: "_Summarizer", expr: ast.AST, scope: "_Scope") -> list[str]:
 
 def composition_binds(s: "_Summarizer", target: ast.expr, value: ast.AST, stmt, scope: "_Scope", out: list) -> None:
     """`chain = prompt | llm`: the name refers to each part (cudalint.analysis.threads unions binds)."""
+    if s.lean:
+        return
     for r in part_refs(s, value, scope):
         s.bind_event(target, "ref:" + r, stmt, scope, out)

@@ -14,27 +14,28 @@ if TYPE_CHECKING:
     import ast
 
 
-def _summarize_bytes(path: str, data: bytes, modname: str, is_package: bool, catalogue: Catalogue) -> Union[ModuleIR, Finding]:
+def _summarize_bytes(path: str, data: bytes, modname: str, is_package: bool, catalogue: Catalogue, lean: bool = False) -> Union[ModuleIR, Finding]:
     src = source.decode(path, data)
     if isinstance(src, Finding):
         return src
     tree = source.parse(src)
     if isinstance(tree, Finding):
         return tree
-    return summarize_tree(path, src.text, tree, modname, is_package, catalogue)
+    return summarize_tree(path, src.text, tree, modname, is_package, catalogue, lean)
 
 
-def summarize_tree(path: str, text: str, tree: "ast.Module", modname: str, is_package: bool, catalogue: Catalogue) -> Union[ModuleIR, Finding]:
-    """The summary of a parsed file (`text` is its decoded source, for positions, messages and noqa)."""
+def summarize_tree(path: str, text: str, tree: "ast.Module", modname: str, is_package: bool, catalogue: Catalogue, lean: bool = False) -> Union[ModuleIR, Finding]:
+    """The summary of a parsed file (`text` is its decoded source, for positions, messages and noqa);
+    `lean`: without the thread model's events (cudalint.summary.thread_free)."""
     from cudalint.summary.summarize import summarize
 
     try:
-        return summarize(tree, text, path, modname, catalogue, is_package=is_package)
+        return summarize(tree, text, path, modname, catalogue, is_package=is_package, lean=lean)
     except RecursionError:
         pass
     from cudalint.core.deep import call_deep  # deeply nested code: once more with a deep stack
 
     try:
-        return call_deep(lambda: summarize(tree, text, path, modname, catalogue, is_package=is_package))
+        return call_deep(lambda: summarize(tree, text, path, modname, catalogue, is_package=is_package, lean=lean))
     except RecursionError:
         return source.problem(path, "cannot analyze: nested too deeply")

@@ -19,6 +19,7 @@ from cudalint.core.catalogue import Api, Catalogue
 from cudalint.core.ir import Branch, ClassInfo, Event, Function, Loop, ModuleIR, Node
 from cudalint.core.positions import Lines, Located
 from cudalint.summary.thread_events import ThreadEvents
+from cudalint.summary.thread_free import strip
 from cudalint.summary.call_events import _CallEvents
 from cudalint.summary.statements import _Statements
 from cudalint.summary.driven import driven_calls
@@ -78,8 +79,10 @@ def _tables(catalogue: Catalogue) -> _Tables:
 
 
 class _Summarizer(_Statements, _CallEvents, ThreadEvents):
-    def __init__(self, source: str, path: str, modname: str, catalogue: Catalogue, is_package: bool):
+    def __init__(self, source: str, path: str, modname: str, catalogue: Catalogue, is_package: bool, lean: bool = False):
         self.lines = Lines(source)
+        # skip the work whose only product is the thread model's events (cudalint.summary.thread_free)
+        self.lean = lean
         self.path = path
         self.modname = modname
         self.package = modname if is_package else modname.rpartition(".")[0]
@@ -383,15 +386,17 @@ def noqa_lines(source: str) -> tuple[tuple[int, tuple[str, ...]], ...]:
     return tuple(out)
 
 
-def summarize(tree: ast.Module, source: str, path: str, modname: str, catalogue: Catalogue, is_package: bool = False) -> ModuleIR:
+def summarize(tree: ast.Module, source: str, path: str, modname: str, catalogue: Catalogue, is_package: bool = False, lean: bool = False) -> ModuleIR:
+    """`lean`: the summary `thread_free.strip` makes of the whole one, made without the work only the
+    thread model's events need."""
     if len(_SHARED) > SHARED_MAX:
         _SHARED.clear()
-    s = _Summarizer(source, path, modname, catalogue, is_package)
+    s = _Summarizer(source, path, modname, catalogue, is_package, lean)
     s._tree = tree
     top_scope = _Scope(qualname="")
     s._scope = top_scope
     top = s.block(tree.body, top_scope)
-    return ModuleIR(
+    made = ModuleIR(
         path=path,
         module=modname,
         top=top,
@@ -401,3 +406,4 @@ def summarize(tree: ast.Module, source: str, path: str, modname: str, catalogue:
         makes_llama=s.makes_llama,
         reexports=tuple(sorted(s.reexports.items())),
     )
+    return strip(made) if lean else made

@@ -93,6 +93,8 @@ class ThreadEvents:
         return False
 
     def origin(self, value: ast.AST, scope: "_Scope") -> Optional[str]:
+        if self.lean:
+            return None  # (a lean summary: cudalint.summary.thread_free)
         kind = type(value)
         if kind is ast.Await:
             return self.origin(value.value, scope)  # type: ignore[attr-defined]
@@ -168,6 +170,8 @@ class ThreadEvents:
         return ""
 
     def llama_call_events(self, call: ast.Call, scope: "_Scope", out: list[Node]) -> None:
+        if self.lean:
+            return  # (a lean summary: cudalint.summary.thread_free)
         func = call.func
         if type(func) is ast.Attribute and func.attr in ("acquire", "release"):
             r = self.ref(func.value, scope)
@@ -196,6 +200,8 @@ class ThreadEvents:
 
     def stream_binding(self, value: ast.expr, targets: list, scope: "_Scope", out: list[Node]) -> None:
         """`s = llm(p, stream=True)`: the context is used where `s` is iterated, not here."""
+        if self.lean:
+            return  # (a lean summary: cudalint.summary.thread_free)
         if type(value) is not ast.Call or len(targets) != 1 or type(targets[0]) is not ast.Name:
             return
         use = self.llama_receiver(value, scope)
@@ -207,6 +213,8 @@ class ThreadEvents:
 
     def stream_iteration(self, it: ast.expr, scope: "_Scope", out: list[Node]) -> None:
         """`for x in <stream>` / `yield from <stream>`: the iteration uses the context."""
+        if self.lean:
+            return  # (a lean summary: cudalint.summary.thread_free)
         if type(it) is ast.Call:
             self.mark_stream(out, it, "iter")
         elif type(it) is ast.Name:
@@ -222,6 +230,8 @@ class ThreadEvents:
 
     # ---------- assignments, returns, locks ---------------------------------------------------------
     def bind_event(self, target: ast.expr, origin: Optional[str], stmt: Located, scope: "_Scope", out: list[Node]) -> None:
+        if self.lean:
+            return  # (a lean summary: cudalint.summary.thread_free)
         if type(target) is ast.Subscript:
             target = target.value  # type: ignore[attr-defined]  # `models[k] = Llama()`: the container holds it
         if origin is None or type(target) not in (ast.Name, ast.Attribute):
@@ -241,6 +251,8 @@ class ThreadEvents:
         return (o,) if o else ()
 
     def lock_ref(self, expr: ast.expr, scope: "_Scope") -> Optional[str]:
+        if self.lean:
+            return None  # (a lean summary: cudalint.summary.thread_free)
         if type(expr) in (ast.Name, ast.Attribute):
             return self.ref(expr, scope)
         if type(expr) is ast.Call:
@@ -252,6 +264,8 @@ class ThreadEvents:
     # ---------- one-worker pools ------------------------------------------------------------------
     def serial_pool(self, value: Optional[ast.AST], scope: "_Scope") -> bool:
         """`ThreadPoolExecutor(max_workers=1)`: a pool whose work never overlaps."""
+        if self.lean:
+            return False  # (a lean summary: cudalint.summary.thread_free)
         if type(value) is not ast.Call:
             return False
         q = self.qualify(value.func, scope)  # type: ignore[attr-defined]
@@ -384,6 +398,8 @@ class ThreadEvents:
     def call_refs(self, call: ast.Call, q: str, scope: "_Scope", out: list[Node]) -> None:
         """A project function (or class) given objects: ("call_refs", (symbol, ((slot, ref), ...))), so
         the thread model knows what its parameters hold (`Worker(llm)`, `use_it(llm, p)`)."""
+        if self.lean:
+            return  # (a lean summary: cudalint.summary.thread_free)
         refs = []
         for slot, arg in slotted(call):
             if type(arg.value) in (ast.Name, ast.Attribute):
@@ -420,6 +436,8 @@ class ThreadEvents:
 
     def param_binds(self, node: ast.AST, qualname: str, scope: "_Scope") -> list[Node]:
         """`llm = Depends(get_llm)`: the parameter is what the dependency returns."""
+        if self.lean:
+            return []  # (a lean summary: cudalint.summary.thread_free)
         out: list[Node] = []
         for param, default in _defaults(node.args):  # type: ignore[attr-defined]
             if type(default) is not ast.Call:
