@@ -186,7 +186,8 @@ def test_the_language_servers_memory_keeps_each_summary_as_the_last_analysis_use
     maker = src / "backend" / "load_llm.py"
     engine = src / "backend" / "llm_engine.py"
     files = sorted(str(p) for p in src.rglob("*.py"))
-    no_context = maker.read_text().replace("Llama(", "dict(")
+    # (nor does it name llama_cpp: a file that names it has every summary made whole, cudalint.engine.lean.may_make_context)
+    no_context = maker.read_text().replace("from llama_cpp import Llama\n", "").replace("Llama(", "dict(")
     catalogue = load_catalogue()
 
     def fresh(texts: dict[str, str]) -> list[str]:
@@ -205,15 +206,20 @@ def test_the_language_servers_memory_keeps_each_summary_as_the_last_analysis_use
     misses, hits = project.cache().misses, project.cache().hits
     from cudalint.engine import lean
 
+    from cudalint.engine import tasks
+
     stripped: list[str] = []
+    made_lean: list[str] = []
     monkeypatch.setattr(lean, "strip", lambda summary: stripped.append(summary.path) or strip(summary))
+    summarize_bytes = tasks.summarize_bytes
+    monkeypatch.setattr(tasks, "summarize_bytes", lambda path, *a, lean=False: (made_lean.append(path) if lean else None) or summarize_bytes(path, *a, lean=lean))
     texts[str(engine)] += "\nimport os\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'\n"
     edited = served(texts)
     # every unchanged file's summary from memory, as lean as it was: the edited buffer alone is
-    # summarized; the open buffers go through pass 1 (the unchanged one from the files' cache,
-    # stripped) every time
+    # summarized, lean at once; the open buffers go through pass 1 every time (the unchanged one
+    # from the files' cache, lean as the first analysis kept it): nothing is stripped
     assert project.cache().misses == misses + 1 and project.cache().hits == hits + len(files) - 1
-    assert sorted(Path(p).name for p in stripped) == ["llm_engine.py", "load_llm.py"]
+    assert [Path(p).name for p in made_lean] == ["llm_engine.py"] and stripped == []
     assert edited == fresh(texts)
     # the buffer makes a context again: the thread events are needed, whole summaries from the files
     texts[str(maker)] = maker.read_text()
@@ -274,3 +280,102 @@ def test_a_summary_of_bytes_edited_during_the_run_is_not_kept_under_the_old_key(
     assert loaded.run_key == ""
     assert cache.kept(old) is None
     assert cache.kept(cache.key(str(src / "b.py"), "b", (src / "b.py").read_bytes())) is not None
+
+
+def _keys_of(cache_dir: Path) -> set[str]:
+    from cudalint.core import cache_files
+
+    (index,) = (cache_dir / "index").glob("*.idx")
+    return {hit[2] for hit in cache_files.read(cache_dir, f"index/{index.name}").values()}
+
+
+def test_pass_one_makes_lean_summaries_unless_a_file_names_a_context_library(tmp_path: Path) -> None:
+    """cudalint.engine.lean.may_make_context: a project whose files name no library that makes
+    llama.cpp contexts is summarized lean from the start, and kept lean (cudalint.engine.cache.lean_key);
+    one that names one (DriveCoach-AI imports llama_cpp) is summarized whole, once per file."""
+    from cudalint.engine.cache import lean_key
+    from tests.support.packs import summary_records
+
+    for names_one in (True, False):
+        src = _llama_project(tmp_path / str(names_one), fillers=70)
+        maker = src / "backend" / "load_llm.py"
+        if not names_one:  # (no context made: `Llama` is a plain class of its own)
+            maker.write_text(maker.read_text().replace("from llama_cpp import Llama", "class Llama(dict):\n    pass"))
+        files = sorted(src.rglob("*.py"))
+        cache = Cache.open(tmp_path / str(names_one) / "c", load_catalogue())
+        found = _lines(lint_paths([str(src)], jobs=2, cache=cache))
+        assert found == _lines(lint_paths([str(src)], jobs=1))
+        assert any(" CUD101 " in line for line in found) is names_one
+        assert cache.misses == len(files)  # each file summarized once
+        keys = _keys_of(tmp_path / str(names_one) / "c")
+        recorded = sorted(name for name, _payload in summary_records(tmp_path / str(names_one) / "c"))
+        assert recorded == sorted(keys if names_one else {lean_key(k) for k in keys}), names_one
+
+
+def test_an_edit_of_thread_events_alone_reuses_the_findings_by_lean_names(tmp_path: Path) -> None:
+    """No module makes a context: the first run keeps lean summaries only, and an edit that changes
+    only the thread model's events (a lock taken away) leaves the lean summary as it was. The earlier
+    findings are taken by the lean names (cudalint.engine.run_keys.LEAN); the whole name is the new
+    bytes' own, so a run that needs the thread events never takes them. A comment added next: the
+    whole summary (kept by the second run, which compared it) and the lean name carry over."""
+    src = tmp_path / "proj"
+    shutil.copytree(FIXTURES / "CUD001" / "cross_module", src)
+    pool = "import os\n" + POOL + "\n\ndef pin():\n    os.environ['CUDA_VISIBLE_DEVICES'] = '0'\n"
+    (src / "pool.py").write_text(pool)
+    first = _lines(lint_paths([str(src)], cache=Cache.open(tmp_path / "c", load_catalogue())))
+    assert first
+    unlocked = pool.replace("    with lock:\n        jobs.append(job)", "    jobs.append(job)\n    pass")
+    (src / "pool.py").write_text(unlocked)
+    cache = Cache.open(tmp_path / "c", load_catalogue())
+    assert _lines(lint_paths([str(src)], cache=cache)) == first
+    assert cache.runs_reused == 1
+    index = entry_of(tmp_path / "c", src / "pool.py")
+    assert index[3] == index[2] != index[5]  # (the whole name: its own; the lean one: the first bytes')
+    (src / "pool.py").write_text(unlocked + "# a comment\n")
+    cache = Cache.open(tmp_path / "c", load_catalogue())
+    assert _lines(lint_paths([str(src)], cache=cache)) == first
+    assert cache.runs_reused == 1
+    again = entry_of(tmp_path / "c", src / "pool.py")
+    assert again[2] != index[2] and again[3] == index[2] and again[5] == index[5]
+
+
+def entry_of(cache_dir: Path, path: Path) -> list:
+    from cudalint.core import cache_files
+
+    (index,) = (cache_dir / "index").glob("*.idx")
+    return cache_files.read(cache_dir, f"index/{index.name}")[f"{path}\0{path}"]
+
+
+def test_a_lean_summary_is_the_whole_one_stripped_for_every_fixture() -> None:
+    """cudalint.summary.thread_free: `summarize(..., lean=True)` skips the work whose products `strip`
+    removes, and nothing else: byte for byte the same encoding, on every fixture (59 of which make a
+    llama.cpp context; the fetched trees were checked the same way, 9,685 modules)."""
+    from cudalint.engine.serialize import dumps
+    from cudalint.core.modnames import module_name
+
+    catalogue = load_catalogue()
+    compared = 0
+    for path in sorted(FIXTURES.rglob("*.py")):
+        data = path.read_bytes()
+        modname, is_package = module_name(path.resolve())
+        whole = _summarize_bytes(str(path), data, modname, is_package, catalogue)
+        lean = _summarize_bytes(str(path), data, modname, is_package, catalogue, lean=True)
+        if isinstance(whole, ModuleIR):
+            assert dumps(strip(whole)) == dumps(lean), path
+            assert lean.makes_llama is whole.makes_llama
+            compared += 1
+    assert compared > 200
+
+
+def test_strip_drops_the_steps_it_leaves_empty_and_keeps_an_endless_loop() -> None:
+    """An `a and b()` whose only event was a thread event becomes an empty branch when stripped, and
+    the lean summarizer makes no branch at all: both forms drop empty branches and empty loops, a
+    step that changes nothing; `while True: pass` still never ends."""
+    from cudalint.core.ir import Branch, Event, Loop
+
+    bind = Event("bind", (1, 1, 1, 2), "x = y", ("v::x", "ref:v::y"))
+    kept = Event("init", (2, 1, 2, 9), "torch.cuda.init()", ())
+    endless = Loop(body=(), orelse=(), loc=(3, 1, 3, 12), infinite=True)
+    top = (Branch(arms=((bind,),), exhaustive=False), Loop(body=(bind,), orelse=(), loc=(4, 1, 4, 9)), Branch(arms=((), ()), exhaustive=True), kept, endless)
+    mod = ModuleIR(path="m.py", module="m", top=top, functions={}, classes={})
+    assert strip(mod).top == (kept, endless)

@@ -357,7 +357,7 @@ def test_a_file_with_windows_line_ends_is_summarized_as_its_bytes_say(data: byte
         item = (FileInfo(path=str(path), module="winmod", is_package=False), "", None, lean)
         path_, key, stamp, made, new, form = tasks._first_task(item, cat)
         assert path_ == str(path) and key and new and stamp == (path.stat().st_mtime_ns, path.stat().st_size)
-        assert form == ("lean" if lean else "")
+        assert form == ("lean" if lean else "whole")
         assert encode(made) == encode(_summarize_bytes(str(path), data, "winmod", False, cat, lean=lean))
 
 

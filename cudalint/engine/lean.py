@@ -39,10 +39,12 @@ def may_make_context(infos: "Sequence[FileInfo]", catalogue: "Catalogue") -> boo
     words = sorted({a.name.split(".", 1)[0] for a in catalogue.apis if a.get("llama_context")})
     if not words:
         return False  # (no catalogued library makes one)
-    found = re.compile(rb"\b(?:" + b"|".join(re.escape(w.encode()) for w in words) + rb")\b").search
+    raw = [w.encode() for w in words]
+    found = re.compile(rb"\b(?:" + b"|".join(map(re.escape, raw)) + rb")\b").search
     for info in infos:
         data = info.text if info.text is not None else read_bytes(info.path)
-        if isinstance(data, bytes) and found(data):
+        # (`in` first: the alternation with word bounds took 1.6 s over vllm's 50 MB, `in` 0.1 s)
+        if isinstance(data, bytes) and any(w in data for w in raw) and found(data):
             return True
     return False
 

@@ -116,9 +116,12 @@ def _load(
     infos = indexed.infos
     info_of = {i.path: i for i in infos}
     cache_dir = str(cache.directory) if cache is not None else None
-    lean = Lean()  # (the thread model's events, while no module makes a llama.cpp context: cudalint.engine.lean)
-    # pass 1 makes summaries lean at once (cudalint.summary.thread_free) unless a file may make a context
+    # the thread model's events, while no module makes a llama.cpp context (cudalint.engine.lean): left
+    # out as pass 1 summarizes (cudalint.summary.thread_free), unless a file names a library that makes
+    # contexts; then every summary is whole from the start (stripped, each would be made again whole
+    # once the maker's summary came)
     at_once = not may_make_context(indexed.todo, catalogue)
+    lean = Lean(enabled=at_once)
     keys = dict(indexed.keys)
     problems: dict[str, Finding] = {}  # files that cannot be read
     before: dict[str, tuple[str, str, str]] = {}  # path -> (key, summary name, lean name) of the bytes it had, when they changed

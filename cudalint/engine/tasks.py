@@ -41,9 +41,9 @@ def _first_task(item: tuple, extra, cache_dir: Optional[str] = None) -> tuple[st
     scan that chose them cost (cudalint.engine.runner).
 
     `item`: (file, salt, the key the index recorded for it or None, whether a lean summary will do).
-    The form: WHOLE (bytes other than the recorded key's: compared whole with the earlier summary,
-    cudalint.engine.run_keys), LEAN (made or read lean: cudalint.summary.thread_free), or "" (whole,
-    may be stripped)."""
+    The form: WHOLE (kept whole: the run needs the thread model's events, or bytes other than the
+    recorded key's, compared whole with the earlier summary: cudalint.engine.run_keys), LEAN (made
+    or read lean: cudalint.summary.thread_free), or "" (whole, may be stripped)."""
     info, salt, recorded, lean_ok = item
     try:
         st = os.stat(info.path)
@@ -56,8 +56,8 @@ def _first_task(item: tuple, extra, cache_dir: Optional[str] = None) -> tuple[st
     if isinstance(data, Finding):
         return info.path, "", None, data, False, ""
     key = Cache.make_key(salt, info.path, info.module, data)
-    whole = recorded is not None and recorded != key
-    lean = lean_ok and not whole
+    whole = (recorded is not None and recorded != key) or not lean_ok
+    lean = not whole
     if cache_dir is not None and info.cached:
         # bytes summarized before under another stamp (a checkout, a cache restored by CI: every
         # file's mtime is new): their entry, instead of a parse
