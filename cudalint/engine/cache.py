@@ -241,13 +241,10 @@ class Cache:
     # have one lean name (the old one's is taken with its name); two with one lean name may differ in
     # the thread model's events, so a run that reads them is named by lean names only when no
     # module makes a llama.cpp context (cudalint.engine.run_keys.LEAN).
-    def summary_name(self, path: str) -> Optional[str]:
+    def names(self, path: str) -> tuple[Optional[str], Optional[str]]:
+        """(summary name, lean summary name), with one look at the index."""
         hit = self._entry(path)
-        return hit[3] if hit is not None else None
-
-    def lean_name(self, path: str) -> Optional[str]:
-        hit = self._entry(path)
-        return hit[5] if hit is not None else None
+        return (hit[3], hit[5]) if hit is not None else (None, None)
 
     def previous(self, path: str) -> Optional[tuple[str, str, str]]:
         """(key, summary name, lean summary name) the index records for `path`, whatever its stamp says."""

@@ -6,7 +6,7 @@ Two names, the cheaper to know first:
   a blank line) names the same input as before, so the earlier findings are taken without reading
   a summary or running the analysis. This is the "early cutoff" of build systems (Shake, Bazel):
   a changed input whose product is unchanged stops the rebuild there. A summary's name is the key
-  of the earliest bytes known to summarize the same (cudalint.engine.cache.Cache.summary_name);
+  of the earliest bytes known to summarize the same (cudalint.engine.cache.Cache.names);
   two summaries get one name only when their encodings are equal, so a name never stands for a
   summary it does not hold.
 """
@@ -117,8 +117,7 @@ def summary_names(
                     cache.misses += 1
                 elif same_summary(old, _deep(strip, results[path])):
                     cache.name_summary(path, keys[path], None, old_lean)
-        names[path] = cache.summary_name(path)
-        lean_names[path] = cache.lean_name(path)
+        names[path], lean_names[path] = cache.names(path)
     return names, lean_names
 
 
