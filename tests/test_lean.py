@@ -282,11 +282,12 @@ def test_a_summary_of_bytes_edited_during_the_run_is_not_kept_under_the_old_key(
     assert cache.kept(cache.key(str(src / "b.py"), "b", (src / "b.py").read_bytes())) is not None
 
 
-def _keys_of(cache_dir: Path) -> set[str]:
+def _index(cache_dir: Path) -> dict:
+    """The cache's one index: path -> [mtime_ns, size, key, summary name, module name, lean name]."""
     from cudalint.core import cache_files
 
     (index,) = (cache_dir / "index").glob("*.idx")
-    return {hit[2] for hit in cache_files.read(cache_dir, f"index/{index.name}").values()}
+    return cache_files.read(cache_dir, f"index/{index.name}")
 
 
 def test_pass_one_makes_lean_summaries_unless_a_file_names_a_context_library(tmp_path: Path) -> None:
@@ -307,7 +308,7 @@ def test_pass_one_makes_lean_summaries_unless_a_file_names_a_context_library(tmp
         assert found == _lines(lint_paths([str(src)], jobs=1))
         assert any(" CUD101 " in line for line in found) is names_one
         assert cache.misses == len(files)  # each file summarized once
-        keys = _keys_of(tmp_path / str(names_one) / "c")
+        keys = {hit[2] for hit in _index(tmp_path / str(names_one) / "c").values()}
         recorded = sorted(name for name, _payload in summary_records(tmp_path / str(names_one) / "c"))
         assert recorded == sorted(keys if names_one else {lean_key(k) for k in keys}), names_one
 
@@ -329,53 +330,11 @@ def test_an_edit_of_thread_events_alone_reuses_the_findings_by_lean_names(tmp_pa
     cache = Cache.open(tmp_path / "c", load_catalogue())
     assert _lines(lint_paths([str(src)], cache=cache)) == first
     assert cache.runs_reused == 1
-    index = entry_of(tmp_path / "c", src / "pool.py")
+    index = _index(tmp_path / "c")[f"{src / 'pool.py'}\0{src / 'pool.py'}"]
     assert index[3] == index[2] != index[5]  # (the whole name: its own; the lean one: the first bytes')
     (src / "pool.py").write_text(unlocked + "# a comment\n")
     cache = Cache.open(tmp_path / "c", load_catalogue())
     assert _lines(lint_paths([str(src)], cache=cache)) == first
     assert cache.runs_reused == 1
-    again = entry_of(tmp_path / "c", src / "pool.py")
+    again = _index(tmp_path / "c")[f"{src / 'pool.py'}\0{src / 'pool.py'}"]
     assert again[2] != index[2] and again[3] == index[2] and again[5] == index[5]
-
-
-def entry_of(cache_dir: Path, path: Path) -> list:
-    from cudalint.core import cache_files
-
-    (index,) = (cache_dir / "index").glob("*.idx")
-    return cache_files.read(cache_dir, f"index/{index.name}")[f"{path}\0{path}"]
-
-
-def test_a_lean_summary_is_the_whole_one_stripped_for_every_fixture() -> None:
-    """cudalint.summary.thread_free: `summarize(..., lean=True)` skips the work whose products `strip`
-    removes, and nothing else: byte for byte the same encoding, on every fixture (59 of which make a
-    llama.cpp context; the fetched trees were checked the same way, 9,685 modules)."""
-    from cudalint.engine.serialize import dumps
-    from cudalint.core.modnames import module_name
-
-    catalogue = load_catalogue()
-    compared = 0
-    for path in sorted(FIXTURES.rglob("*.py")):
-        data = path.read_bytes()
-        modname, is_package = module_name(path.resolve())
-        whole = _summarize_bytes(str(path), data, modname, is_package, catalogue)
-        lean = _summarize_bytes(str(path), data, modname, is_package, catalogue, lean=True)
-        if isinstance(whole, ModuleIR):
-            assert dumps(strip(whole)) == dumps(lean), path
-            assert lean.makes_llama is whole.makes_llama
-            compared += 1
-    assert compared > 200
-
-
-def test_strip_drops_the_steps_it_leaves_empty_and_keeps_an_endless_loop() -> None:
-    """An `a and b()` whose only event was a thread event becomes an empty branch when stripped, and
-    the lean summarizer makes no branch at all: both forms drop empty branches and empty loops, a
-    step that changes nothing; `while True: pass` still never ends."""
-    from cudalint.core.ir import Branch, Event, Loop
-
-    bind = Event("bind", (1, 1, 1, 2), "x = y", ("v::x", "ref:v::y"))
-    kept = Event("init", (2, 1, 2, 9), "torch.cuda.init()", ())
-    endless = Loop(body=(), orelse=(), loc=(3, 1, 3, 12), infinite=True)
-    top = (Branch(arms=((bind,),), exhaustive=False), Loop(body=(bind,), orelse=(), loc=(4, 1, 4, 9)), Branch(arms=((), ()), exhaustive=True), kept, endless)
-    mod = ModuleIR(path="m.py", module="m", top=top, functions={}, classes={})
-    assert strip(mod).top == (kept, endless)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from cudalint.core.deep import call_roomy
 from cudalint.core.ir import ModuleIR
 
-from cudalint.summary.thread_free import THREAD_ONLY, strip  # noqa: F401  (re-exported)
+from cudalint.summary.thread_free import THREAD_ONLY, strip  # noqa: F401  (THREAD_ONLY: re-exported for the tests)
 
 if TYPE_CHECKING:
     from cudalint.core.catalogue import Catalogue
