@@ -24,6 +24,7 @@ class Project:
     _in_folder: dict = field(default_factory=dict, repr=False)  # (folder, name) -> module
     _symbols: dict = field(default_factory=dict, repr=False)  # (importer's path, symbol) -> resolve_symbol's answer
     _functions: dict = field(default_factory=dict, repr=False)  # (module path, qualname) -> function's answer
+    _above: dict = field(default_factory=dict, repr=False)  # (folder, a/b) -> the module a/b in the nearest folder above it that is on sys.path
 
     def __post_init__(self) -> None:
         for mod in self.modules:
@@ -59,17 +60,24 @@ class Project:
         core/ and routers/): the nearest ancestor folder that has it. Only a folder that is no
         package itself can be on sys.path: inside a package, `import bitsandbytes` never means the
         sibling subpackage diffusers/quantizers/bitsandbytes/ (no implicit relative imports)."""
-        while base:
-            parent = os.path.dirname(base)
-            if parent == base:
-                return None  # the root ("/"): nothing above it
-            base = parent
-            if (f"{base}/__init__.py" if base else "__init__.py") in self.by_path:
-                continue
-            found = self._at(base, rel)
-            if found is not None:
-                return found
-        return None
+        if not base:
+            return None
+        key = (base, rel)
+        if key in self._above:
+            return self._above[key]
+        parent = os.path.dirname(base)
+        if parent == base:
+            found = None  # the root ("/"): nothing above it
+        elif (f"{parent}/__init__.py" if parent else "__init__.py") in self.by_path:
+            found = self._from_ancestor(parent, rel)
+        else:
+            found = self._at(parent, rel)
+            if found is None:
+                found = self._from_ancestor(parent, rel)
+        # (remembered per folder: a project's folders share their ancestors, and on lightning 1,801
+        # searches walked 12,968 folders, a ninth of the analysis's profile)
+        self._above[key] = found
+        return found
 
     def _at(self, base: str, rel: str) -> Optional[ModuleIR]:
         """The module `rel` (a/b) in the folder `base`: a/b.py, else the package a/b/."""

@@ -160,7 +160,7 @@ class _CallEvents:
         if expr is None or not self.env_possible:
             return set()
         found = static_guards.env_reads(expr, lambda e: self.is_env(e, scope), lambda e: self.key_of(e, scope))
-        if any(sc.env_values for sc in scope.chain()):  # (else no name holds a read: most binds)
+        if scope.any_scope("env_values"):  # (else no name holds a read: most binds)
             for node in nodes(expr):
                 if type(node) is ast.Name:
                     found |= scope.env_value_of(node.id)
@@ -218,7 +218,7 @@ class _CallEvents:
         return method in ("get", "copy", "items", "keys", "values", "__getitem__", "__contains__")
 
     def _cuda_names(self, scope: _Scope) -> bool:
-        return any(sc.cuda_objs for sc in scope.chain())
+        return scope.any_scope("cuda_objs")
 
     def note_cuda_object(self, stmt: ast.Assign, out: list[Node], start: int, scope: _Scope) -> None:
         """`model = SentenceTransformer(..., device="cuda")`: what a CUDA-initializing call built. Its

@@ -66,7 +66,7 @@ def _from_env(s: "_Summarizer", expr: ast.AST, scope: "_Scope") -> bool:
 
 
 def is_copy_name(expr: ast.AST, scope: "_Scope") -> bool:
-    return type(expr) is ast.Name and any(expr.id in sc.env_copies for sc in scope.chain())  # type: ignore[attr-defined]
+    return type(expr) is ast.Name and scope.binds_in("env_copies", expr.id)  # type: ignore[attr-defined]
 
 
 def on_bind(s: "_Summarizer", name: str, value: Optional[ast.AST], scope: "_Scope") -> None:

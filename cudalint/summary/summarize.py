@@ -326,7 +326,8 @@ class _Summarizer(_Statements, _CallEvents, ThreadEvents):
         elif kind is ast.BinOp:
             child_env.on_union(self, expr, scope, out)  # type: ignore[arg-type]
         for child in _children(expr):
-            self.expr(child, scope, out)
+            if type(child) not in _SILENT:  # (a name or a constant: half the nodes, and nothing happens)
+                self.expr(child, scope, out)
 
     def stmt(self, stmt: ast.stmt, scope: _Scope, out: list[Node]) -> None:
         self._scope = scope
@@ -338,6 +339,9 @@ class _Summarizer(_Statements, _CallEvents, ThreadEvents):
             for child in _children(stmt):
                 self.expr(child, scope, out)
 
+
+# the expressions `expr` has nothing to do for
+_SILENT = frozenset({*_LEAVES, ast.Lambda})
 
 _STATEMENTS = {
     ast.Expr: _Summarizer.expr_stmt,

@@ -16,6 +16,7 @@ _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins"}
 _BUILTINS = {"exit": "builtins.exit", "quit": "builtins.quit"}
 
 _UNKNOWN = object()
+_NO_LABELS: frozenset = frozenset()
 _LITERALS = (str, bytes, int, bool, type(None))  # the constants `literal` knows (a float is not a device or a key)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _LEAVES = (ast.Name, ast.Constant)
@@ -109,12 +110,33 @@ class _Scope:
             scope = scope.parent
 
     def lookup_labels(self, name: str) -> frozenset:
-        for scope in self.chain():
+        scope: Optional[_Scope] = self
+        while scope is not None:
             if name in scope.labels:
                 return scope.labels[name]
             if name in scope.types or name in scope.consts or name in scope.env_aliases:
-                return frozenset()  # rebound here without labels
-        return frozenset()
+                return _NO_LABELS  # rebound here without labels
+            scope = scope.parent
+        return _NO_LABELS
+
+    def any_scope(self, attr: str) -> bool:
+        """Whether this scope or one around it holds something in the field `attr` (most hold
+        nothing: asked of every call)."""
+        scope: Optional[_Scope] = self
+        while scope is not None:
+            if getattr(scope, attr):
+                return True
+            scope = scope.parent
+        return False
+
+    def binds_in(self, attr: str, name: str) -> bool:
+        """Whether `name` is in the field `attr` of this scope or of one around it."""
+        scope: Optional[_Scope] = self
+        while scope is not None:
+            if name in getattr(scope, attr):
+                return True
+            scope = scope.parent
+        return False
 
     # (loops, not `chain()`: these run for every name the summarizer qualifies)
     def lookup_def(self, name: str) -> Optional[str]:
@@ -172,7 +194,7 @@ class _Consts:
         self.scope = scope
 
     def __contains__(self, name: object) -> bool:
-        return any(name in scope.consts for scope in self.scope.chain())
+        return self.scope.binds_in("consts", name)  # type: ignore[arg-type]
 
     def __getitem__(self, name: str) -> object:
         return self.scope.lookup_const(name)
@@ -200,7 +222,7 @@ def _children(node: ast.AST) -> list[ast.AST]:
     for name in _FIELDS.get(type(node), ()):
         value = getattr(node, name, None)
         if type(value) is list:
-            out.extend(v for v in value if isinstance(v, ast.AST))
+            out += [v for v in value if isinstance(v, ast.AST)]
         elif isinstance(value, ast.AST):
             out.append(value)
     return out
