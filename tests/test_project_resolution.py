@@ -17,7 +17,8 @@ def _project(*modules: tuple[str, str]) -> Project:
 
 def test_a_folder_without_init_above_the_importer_is_on_sys_path() -> None:
     # app/ has no __init__.py: run from app/, `from core.llm import ...` in routers/chat.py is app/core/llm.py
-    p = _project(("app/routers/chat.py", "chat"), ("app/core/llm.py", "llm"), ("app/core/__init__.py", "core"))
+    # (the dotted names differ from the imports: only the search through the folders finds them)
+    p = _project(("app/routers/chat.py", "chat"), ("app/core/llm.py", "llm"), ("app/core/__init__.py", "app_core"))
     chat = p.by_path["app/routers/chat.py"]
     assert p.resolve_module("core.llm", chat) is p.by_path["app/core/llm.py"]
     assert p.resolve_module("core", chat) is p.by_path["app/core/__init__.py"]
@@ -83,3 +84,10 @@ def test_the_folder_linted_from_is_searched_unless_it_is_a_package() -> None:
     assert plain.resolve_module("helpers", plain.by_path["tools/train.py"]) is plain.by_path["helpers.py"]
     package = _project(("tools/train.py", "train"), ("helpers.py", "the_helpers"), ("__init__.py", "pkg"))
     assert package.resolve_module("helpers", package.by_path["tools/train.py"]) is None
+
+
+def test_a_module_the_project_names_so_comes_before_a_folder_search() -> None:
+    # lib/core/llm.py is the module core.llm (lib/ is where its package starts); app/core/llm.py
+    # is found only by searching the folders above routers/: the name decides first
+    p = _project(("app/routers/chat.py", "chat"), ("app/core/llm.py", "llm_ns"), ("lib/core/llm.py", "core.llm"))
+    assert p.resolve_module("core.llm", p.by_path["app/routers/chat.py"]) is p.by_path["lib/core/llm.py"]

@@ -24,6 +24,7 @@ class Project:
     _in_folder: dict = field(default_factory=dict, repr=False)  # (folder, name) -> module
     _symbols: dict = field(default_factory=dict, repr=False)  # (importer's path, symbol) -> resolve_symbol's answer
     _functions: dict = field(default_factory=dict, repr=False)  # (module path, qualname) -> function's answer
+    _stem_set: Optional[frozenset] = field(default=None, repr=False)  # (`_stems`)
     _above: dict = field(default_factory=dict, repr=False)  # (folder, a/b) -> the module a/b in the nearest folder above it that is on sys.path
 
     def __post_init__(self) -> None:
@@ -48,7 +49,7 @@ class Project:
             if found is None:
                 mods = self.by_name.get(name)
                 found = mods[0] if mods else None
-            if found is None:
+            if found is None and rel in self._stems():
                 found = self._from_ancestor(base, rel)
             self._in_folder[(base, name)] = found
         self._resolved[key] = found
@@ -78,6 +79,19 @@ class Project:
         # searches walked 12,968 folders, a ninth of the analysis's profile)
         self._above[key] = found
         return found
+
+    def _stems(self) -> frozenset:
+        """Every a/b that names a module of the project from some folder (a/b.py, a/b/__init__.py, at
+        any depth): an import named otherwise (torch, typing: most of them) is in no folder above
+        any importer, and is not searched for."""
+        if self._stem_set is None:
+            stems: set[str] = set()
+            for path in self.by_path:
+                stem = path[: -len("/__init__.py")] if path.endswith("/__init__.py") else path[:-3] if path.endswith(".py") else ""
+                parts = stem.split("/")
+                stems.update("/".join(parts[i:]) for i in range(len(parts)))
+            self._stem_set = frozenset(stems)
+        return self._stem_set
 
     def _at(self, base: str, rel: str) -> Optional[ModuleIR]:
         """The module `rel` (a/b) in the folder `base`: a/b.py, else the package a/b/."""

@@ -29,6 +29,8 @@ def _tested_names(test: ast.expr) -> set[str]:
 
 def mapped_when_possible(expr: ast.IfExp) -> Optional[ast.expr]:
     """The arm that maps the value, when `expr` is such a fallback; None otherwise."""
+    if type(expr.body) is not ast.Call and type(expr.orelse) is not ast.Call:
+        return None  # (most `a if c else b`: no arm is a call, and the test need not be unparsed)
     tested = _tested_names(expr.test)
     for call, other in ((expr.body, expr.orelse), (expr.orelse, expr.body)):
         if type(call) is not ast.Call or ast.unparse(call.func) not in tested:
