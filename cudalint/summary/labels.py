@@ -108,7 +108,7 @@ def bounded(labels: tuple[Label, ...], depth: int = MAX_INNER_DEPTH) -> tuple[La
 
 
 def _with_inner(lb: Label, inner: tuple) -> Label:
-    # (the constructor, not dataclasses.replace: a fifth of the cost; no class derives from Label)
+    # (the constructor, not dataclasses.replace, as `freeze` does; no class derives from Label)
     return Label(lb.kind, lb.origin, lb.text, lb.detail, lb.api, lb.works, lb.starts_on, lb.rtype, inner)
 
 

@@ -326,7 +326,7 @@ class _Summarizer(_Statements, _CallEvents, ThreadEvents):
         elif kind is ast.BinOp:
             child_env.on_union(self, expr, scope, out)  # type: ignore[arg-type]
         for child in _children(expr):
-            if type(child) not in _SILENT:  # (a name or a constant: half the nodes, and nothing happens)
+            if type(child) not in _SILENT:  # (names and constants: a third of the calls on ultralytics, for nothing)
                 self.expr(child, scope, out)
 
     def stmt(self, stmt: ast.stmt, scope: _Scope, out: list[Node]) -> None:
