@@ -40,6 +40,7 @@ from cudalint.core.callargs import arg_expr, args_of, first_arg, slotted
 from cudalint.core.ir import Label
 from cudalint.core.positions import Span
 from cudalint.summary import fallbacks
+from cudalint.summary.syntax import NO_LABELS
 
 if TYPE_CHECKING:  # pragma: no cover
     from cudalint.core.catalogue import Api, Catalogue
@@ -47,7 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from cudalint.summary.summarize import _Summarizer
 
 
-EMPTY: frozenset = frozenset()
+EMPTY = NO_LABELS
 STDLIB_PARTIAL = "functools.partial"
 # the labels that go into the IR: a numbering, or where one is decided later (a project function's
 # return value, a parameter's arguments at the call sites)

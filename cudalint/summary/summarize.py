@@ -24,7 +24,7 @@ from cudalint.summary.call_events import _CallEvents
 from cudalint.summary.statements import _Statements
 from cudalint.summary.driven import driven_calls
 from cudalint.summary.syntax import (
-    _BUILTINS, _COMPREHENSIONS, _LEAVES, _Scope, _UNKNOWN, _children, _fnmatch, dotted, literal,
+    _BUILTINS, _COMPREHENSIONS, _SILENT, _Scope, _UNKNOWN, _children, _fnmatch, dotted, literal,
 )
 
 
@@ -275,7 +275,7 @@ class _Summarizer(_Statements, _CallEvents, ThreadEvents):
         if kind is ast.Call:
             self.call(expr, scope, out)  # type: ignore[arg-type]
             return
-        if kind in _LEAVES or kind is ast.Lambda:
+        if kind in _SILENT:
             return  # a lambda's body is not executed here
         if kind is ast.Yield or kind is ast.YieldFrom:
             if self._yields:
@@ -339,9 +339,6 @@ class _Summarizer(_Statements, _CallEvents, ThreadEvents):
             for child in _children(stmt):
                 self.expr(child, scope, out)
 
-
-# the expressions `expr` has nothing to do for
-_SILENT = frozenset({*_LEAVES, ast.Lambda})
 
 _STATEMENTS = {
     ast.Expr: _Summarizer.expr_stmt,

@@ -16,10 +16,12 @@ _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins"}
 _BUILTINS = {"exit": "builtins.exit", "quit": "builtins.quit"}
 
 _UNKNOWN = object()
-_NO_LABELS: frozenset = frozenset()
+NO_LABELS: frozenset = frozenset()  # what a name without labels has (cudalint.summary.labels.EMPTY)
 _LITERALS = (str, bytes, int, bool, type(None))  # the constants `literal` knows (a float is not a device or a key)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _LEAVES = (ast.Name, ast.Constant)
+# the expressions the summarizer has nothing to do for (`_Summarizer.expr`)
+_SILENT = frozenset({*_LEAVES, ast.Lambda})
 
 
 def literal(expr: Optional[ast.AST], consts: Optional[Mapping[str, object]] = None) -> object:
@@ -115,9 +117,9 @@ class _Scope:
             if name in scope.labels:
                 return scope.labels[name]
             if name in scope.types or name in scope.consts or name in scope.env_aliases:
-                return _NO_LABELS  # rebound here without labels
+                return NO_LABELS  # rebound here without labels
             scope = scope.parent
-        return _NO_LABELS
+        return NO_LABELS
 
     def any_scope(self, attr: str) -> bool:
         """Whether this scope or one around it holds something in the field `attr` (most hold
@@ -173,12 +175,7 @@ class _Scope:
         return frozenset()
 
     def is_env_alias(self, name: str) -> bool:
-        scope: Optional[_Scope] = self
-        while scope is not None:
-            if name in scope.env_aliases:
-                return True
-            scope = scope.parent
-        return False
+        return self.binds_in("env_aliases", name)
 
     def all_consts(self) -> "_Consts":
         """The constants visible here, inner scopes first (a view: most expressions name none)."""
