@@ -224,10 +224,16 @@ def analyze_early(paths: Sequence[str]) -> None:
         found = discover([given], exclude=cfg.exclude + cfg.extend_exclude, respect_gitignore=cfg.respect_gitignore)
         if os.path.isdir(given) and Path(os.path.abspath(given)) == first.root:
             found_at_root[id(first)] = found.files
+        # (a folder's files share their project: asked per file, the paths and the walk up cost 0.08 s
+        # of lightning's 266 files, while the other core idled)
+        of_folder: dict[str, _Project] = {}
         for path in found.files:
             if not path.endswith(".py"):
                 continue
-            project = _project_for(path)
+            folder = os.path.dirname(path)
+            project = of_folder.get(folder)
+            if project is None:
+                project = of_folder[folder] = _project_for(path)
             wanted.setdefault(id(project), (project, []))[1].append(os.path.normpath(path if project.absolute else os.path.relpath(path)))
     for key, (project, files) in wanted.items():
         graph = project.import_graph(found_at_root.get(key))

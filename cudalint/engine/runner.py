@@ -79,6 +79,7 @@ def load_files(
     run_salt: Optional[str] = None,
     cutoff: bool = True,
     indexed: Optional[Indexed] = None,
+    meanwhile: Callable[[], None] = lambda: None,
 ) -> Loaded:
     """Summaries of `paths` (module IR) and their CUD900 findings.
 
@@ -88,10 +89,12 @@ def load_files(
     findings depend on more than these files, so nothing is reused. `cutoff`: an edit that leaves
     every summary as it was may reuse them too (cudalint.engine.run_keys), before the files' own
     directives are applied. `indexed`: pass 0, done already (`index_files` of the same paths, with the
-    contents given instead of the files' and the files kept out of the cache)."""
+    contents given instead of the files' and the files kept out of the cache). `meanwhile`: the
+    caller's work that needs no summary, done here while the pool's workers summarize (once, and
+    only if a pool runs)."""
     indexed = indexed if indexed is not None else index_files(paths, cache)
     jobs = default_jobs() if jobs is None else max(1, jobs)
-    pool = _Pool(jobs if len(indexed.infos) >= PARALLEL_MIN_FILES else 1, tuple(extend_catalogue), catalogue)
+    pool = _Pool(jobs if len(indexed.infos) >= PARALLEL_MIN_FILES else 1, tuple(extend_catalogue), catalogue, meanwhile)
     try:
         loaded = _load(pool, indexed, catalogue, cache, run_salt, cutoff)
     finally:
@@ -125,8 +128,8 @@ def _load(
     keys = dict(indexed.keys)
     problems: dict[str, Finding] = {}  # files that cannot be read
     before: dict[str, tuple[str, str, str]] = {}  # path -> (key, summary name, lean name) of the bytes it had, when they changed
-    # pass 1's summaries; from a worker still pickled (`_run_chunk`) until taken below: as objects
-    # all at once they made vllm's peak
+    # pass 1's summaries; one a worker found in the cache stays pickled (`_run_chunk`) until taken
+    # below: a run an earlier run's findings answer (a restored cache) never unpickles it
     made: dict[str, Any] = {}
     # what the index recorded of each file: one whose bytes changed has its new summary compared
     # whole with its old one (`before`), so a worker keeps it whole (cudalint.engine.tasks._first_task);
@@ -134,6 +137,7 @@ def _load(
     prior = {i.path: cache.previous(i.path) for i in indexed.todo if i.text is None} if cache is not None else {}
     items = [(i, salt, prior[i.path][0] if prior.get(i.path) else None, at_once) for i in indexed.todo]
     found: set[str] = set()  # summaries pass 1 found in the cache (bytes known under another stamp)
+    unpack = _unpacker()
     for path, key, stamp, summary, new, form in pool.map(_first_task, items, cache_dir=cache_dir):
         if not key:
             problems[path] = summary
@@ -144,7 +148,14 @@ def _load(
             if old is not None and old[0] != key:
                 before[path] = old
             cache.remember(path, info_of[path].module, stamp, key)
-        made[path] = summary if type(summary) is tuple else lean(path, summary, hold=path in before, stripped=form == LEAN)
+        if type(summary) is not tuple:
+            made[path] = lean(path, summary, hold=path in before, stripped=form == LEAN)
+        elif new:
+            # made in this run, which will most likely be analyzed: unpickled now, while the workers
+            # summarize the rest (after them, lightning's parent took 50 ms for it alone)
+            made[path] = lean(path, unpack(summary), hold=path in before, stripped=summary[2])
+        else:
+            made[path] = summary  # (read from the cache: bytes until no earlier run's findings answer)
         if not new:
             found.add(path)
     run_key = ""
@@ -159,7 +170,6 @@ def _load(
     work: list[tuple[FileInfo, str, str]] = []
     stored: list[FileInfo] = []  # unchanged, summarized before: read only if no earlier run answers
     summarized = 0
-    unpack = _unpacker()
     for info in infos:
         if info.path not in keys:
             continue  # (it cannot be read: `problems` says why)
@@ -290,7 +300,7 @@ def _summarize(
 class _Pool:
     """A process pool started on first use (`_executor`), or plain calls when `jobs` is 1."""
 
-    def __init__(self, jobs: int, extra: tuple[str, ...], catalogue: Catalogue):
+    def __init__(self, jobs: int, extra: tuple[str, ...], catalogue: Catalogue, meanwhile: Callable[[], None] = lambda: None):
         if _daemonic():
             # flake8 --jobs N runs the plugin in daemonic pool workers, which may not start processes:
             # every file of a project of 64 modules or more got "CUD900 cudalint cannot run"
@@ -299,6 +309,7 @@ class _Pool:
         self.extra = extra
         self.catalogue = catalogue
         self.executor: Optional[Any] = None  # a ProcessPoolExecutor
+        self.meanwhile: Optional[Callable[[], None]] = meanwhile  # (None once called)
 
     def map(self, fn: Callable, items: list, **kwargs: Any) -> Iterable:
         """`fn` over `items`, in order. Workers' results are handed on as they arrive: held all at
@@ -316,6 +327,9 @@ class _Pool:
         chunks = _chunks(items, self.jobs)
         with trusted_cwd():  # (workers start here: Executor.map submits every chunk at once)
             parts = self.executor.map(_run_chunk, [fn.__name__] * len(chunks), chunks, [self.extra] * len(chunks), [kwargs] * len(chunks))
+        if self.meanwhile is not None:
+            prepare, self.meanwhile = self.meanwhile, None
+            prepare()
         return (result for part in parts for result in pickle.loads(part))
 
     def close(self) -> Callable[[], None]:
