@@ -67,12 +67,10 @@ def load_notebook(
         return nb
     result = load_module(path, catalogue, text=nb.source, cache=cache)
     if not isinstance(result, Finding):
-        import dataclasses
-
         from cudalint.summary.summarize import noqa_lines
 
         # nobody imports a notebook; noqa comments are in the cells' own text
-        result = dataclasses.replace(result, module="", noqa=noqa_lines(nb.original))
+        result = replace(result, module="", noqa=noqa_lines(nb.original))
     return nb, result
 
 

@@ -155,7 +155,7 @@ def test_a_summary_and_a_finding_are_read_back() -> None:
 
 
 def test_only_the_classes_of_a_summary_may_be_read() -> None:
-    """The allowlist: the IR's dataclasses and the findings', nothing else of their modules (the IR's
+    """The allowlist: the IR's records and the findings', nothing else of their modules (the IR's
     functions, the names they import)."""
     allowed = summary_codec._allowed()
     assert sorted(allowed) == sorted(

@@ -3,10 +3,9 @@ class pickles as a call of the class, and comes back equal."""
 from __future__ import annotations
 
 import copy
-import dataclasses
 import pickle
 
-from cudalint.core import ir
+from cudalint.core import ir, record
 from cudalint.core.catalogue import load_catalogue
 from cudalint.summary.from_bytes import _summarize_bytes
 
@@ -43,14 +42,14 @@ if __name__ == "__main__":
 
 
 def _classes() -> list[type]:
-    return [c for c in vars(ir).values() if isinstance(c, type) and dataclasses.is_dataclass(c) and c.__module__ == ir.__name__]
+    return [c for c in vars(ir).values() if isinstance(c, type) and record.is_record(c) and c.__module__ == ir.__name__]
 
 
 def _nodes(value, seen: set) -> None:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if record.is_record(value) and not isinstance(value, type):
         seen.add(type(value))
-        for f in dataclasses.fields(value):
-            _nodes(getattr(value, f.name), seen)
+        for name in record.fields(value):
+            _nodes(getattr(value, name), seen)
     elif isinstance(value, (tuple, list)):
         for v in value:
             _nodes(v, seen)
@@ -61,8 +60,11 @@ def _nodes(value, seen: set) -> None:
 
 
 def test_every_ir_class_pickles_as_a_call_of_the_class() -> None:
-    for cls in _classes():
+    classes = _classes()
+    assert {c.__name__ for c in classes} == {"Event", "Branch", "Loop", "Try", "MainGuard", "Label", "Function", "ClassInfo", "ModuleIR"}
+    for cls in classes:
         assert "__reduce__" in vars(cls), cls.__name__
+        assert vars(cls)["__slots__"] == record.fields(cls), cls.__name__  # no __dict__ per object
 
 
 def test_a_summary_comes_back_equal(tmp_path) -> None:

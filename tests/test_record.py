@@ -98,6 +98,92 @@ def test_the_methods_are_named_for_their_class() -> None:
     assert "__lt__" not in vars(record.record(type("Plain", (), {"__annotations__": {"a": "int"}})))
 
 
+@record.record(slots=True, not_compared=("held",))
+class RNode:
+    """Shaped as the IR's classes (cudalint.core.ir): slots, a default, one made per object."""
+
+    kind: str
+    loc: tuple
+    data: tuple = ()
+    held: dict = record.factory(dict)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DNode:
+    kind: str
+    loc: tuple
+    data: tuple = ()
+    held: dict = dataclasses.field(default_factory=dict, compare=False)
+
+
+@given(st.sampled_from(["init", "call"]), st.integers(0, 2), st.sampled_from([(), ("x",), ("x", 1)]))
+def test_a_slotted_record_binds_compares_and_pickles_as_a_slotted_dataclass(kind: str, line: int, data: tuple) -> None:
+    args = (kind, (line, 1, line, 2), data)
+    r, d = RNode(*args), DNode(*args)
+    assert (r == RNode(*args), hash(r) == hash(RNode(*args))) == (d == DNode(*args), hash(d) == hash(DNode(*args))) == (True, True)
+    assert repr(r).replace("RNode", "DNode") == repr(d)
+    assert RNode(kind=kind, loc=args[1]) == RNode(kind, args[1], ()) and RNode(kind, args[1], data, {"a": 1}).held == {"a": 1}
+    back = pickle.loads(pickle.dumps(r, protocol=pickle.HIGHEST_PROTOCOL))
+    assert type(back) is RNode and back == r and back.held == r.held
+
+
+def test_a_slotted_record_has_no_dict_and_makes_its_defaults_per_object() -> None:
+    r = RNode("init", (1, 1, 1, 1))
+    assert RNode.__slots__ == record.fields(RNode) == ("kind", "loc", "data", "held") and not hasattr(r, "__dict__")
+    assert r.held == {} and r.held is not RNode("init", (1, 1, 1, 1)).held  # (a factory's default, not one shared dict)
+    assert RNode.__init__.__qualname__ == "RNode.__init__" and RNode.__doc__.startswith("Shaped as")
+    with pytest.raises(record.FrozenInstanceError):
+        r.kind = "call"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        RNode("init")  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        RNode("init", (1, 1, 1, 1), colour=1)  # type: ignore[call-arg]
+    assert record.replace(r, data=("x",)) == RNode("init", (1, 1, 1, 1), ("x",)) and r.data == ()
+    assert record.is_record(r) and record.is_record(RNode) and not record.is_record(DNode("init", (1, 1, 1, 1)))
+
+
+def test_eq_false_leaves_equality_to_the_class() -> None:
+    @record.record(slots=True, eq=False)
+    class Identity:
+        a: int
+
+    @record.record(eq=False)
+    class Keyed:
+        a: int
+        b: int = 0
+
+        def __eq__(self, other: object) -> bool:
+            return isinstance(other, Keyed) and self.a == other.a
+
+        def __hash__(self) -> int:
+            return hash(self.a)
+
+    one = Identity(1)
+    assert one == one and one != Identity(1) and hash(one) == object.__hash__(one)
+    assert Keyed(1, 2) == Keyed(1, 3) and len({Keyed(1, 2), Keyed(1, 3)}) == 1 and Keyed(1) != Keyed(2)
+
+    @record.record
+    class OwnEq:  # a class's own __eq__ stays, as dataclasses leave it
+        a: int
+
+        def __eq__(self, other: object) -> bool:
+            return True
+
+    assert OwnEq(1) == OwnEq(2)
+
+
+def test_a_record_made_per_object_default_in_the_generic_init() -> None:
+    @record.record
+    class Holder:
+        name: str
+        seen: dict = record.factory(dict)
+        tag: str = ""
+
+    a, b = Holder("a"), Holder("b", tag="t")
+    assert a.seen == {} == b.seen and a.seen is not b.seen and b.tag == "t"
+    assert Holder("c", {"x": 1}).seen == {"x": 1}
+
+
 _FINDING = Finding("CUD001", "a.py", 3, 1, 3, 20, "CUDA before CVD", (Step("a.py", 1, "set", cell=2), Step("b.py", 9, "init")), "warning", cell=4)
 
 

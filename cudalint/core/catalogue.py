@@ -8,13 +8,13 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
 
 # CatalogueError and catalogue_files live where a run that needs no catalogue can reach them cheaply
 from cudalint.core.catalogue_source import CatalogueError, catalogue_files, digest_of, read_sources  # noqa: F401
 from cudalint.core.catalogue_pack import file_key, shipped
+from cudalint.core.record import factory, record
 
 if TYPE_CHECKING:
     from cudalint.fspath import PathLike
@@ -87,7 +87,7 @@ API_FIELDS = {"name", "kind", "init", "note", "evidence", "match", "unless", "li
 ENV_FIELDS = {"name", "frozen_by", "also_frozen_by", "reader", "rule", "note", "evidence", "library"}
 
 
-@dataclass(frozen=True)
+@record
 class Api:
     name: str
     kind: str = "call"
@@ -119,7 +119,7 @@ class Api:
         return any(ch in self.name for ch in "*?[")
 
 
-@dataclass(frozen=True)
+@record
 class EnvVar:
     name: str
     frozen_by: str
@@ -136,27 +136,27 @@ class EnvVar:
         return (self.frozen_by,) + self.also_frozen_by
 
 
-@dataclass(frozen=True)
+@record
 class Library:
     name: str
     import_roots: tuple[str, ...]
     source: str = ""
 
 
-@dataclass(frozen=True)
+@record(not_compared=("by_name", "globs", "methods", "imports", "env_by_name", "digest", "_named", "_glob_roots"))
 class Catalogue:
     libraries: tuple[Library, ...]
     apis: tuple[Api, ...]
     env: tuple[EnvVar, ...]
-    by_name: Mapping[str, tuple[Api, ...]] = field(default_factory=dict, compare=False)
-    globs: tuple[Api, ...] = field(default=(), compare=False)
-    methods: Mapping[str, tuple[Api, ...]] = field(default_factory=dict, compare=False)
-    imports: Mapping[str, tuple[Api, ...]] = field(default_factory=dict, compare=False)
-    env_by_name: Mapping[str, EnvVar] = field(default_factory=dict, compare=False)
+    by_name: Mapping[str, tuple[Api, ...]] = factory(dict)
+    globs: tuple[Api, ...] = ()
+    methods: Mapping[str, tuple[Api, ...]] = factory(dict)
+    imports: Mapping[str, tuple[Api, ...]] = factory(dict)
+    env_by_name: Mapping[str, EnvVar] = factory(dict)
     # names the files it was made from (catalogue_source.digest_of); "" when made from text
-    digest: str = field(default="", compare=False)
-    _named: dict = field(default_factory=dict, compare=False, repr=False)  # calls_named's answers
-    _glob_roots: Optional[tuple] = field(default=None, compare=False, repr=False)  # (`_globs_for`)
+    digest: str = ""
+    _named: dict = factory(dict)  # calls_named's answers
+    _glob_roots: Optional[tuple] = None  # (`_globs_for`)
 
     def calls_named(self, qualname: str) -> tuple[Api, ...]:
         """Entries (kind call) for a resolved qualified name, exact entries first, then globs."""

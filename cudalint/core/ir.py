@@ -6,16 +6,15 @@ can be cached and shared between the CLI and the flake8 plugin.
 """
 from __future__ import annotations
 
-import dataclasses
-import operator
-from dataclasses import dataclass, field
 from typing import Iterator, Optional, Union
+
+from cudalint.core.record import factory, record
 
 # (line, column, end_line, end_column); columns 1-based
 Loc = tuple[int, int, int, int]
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Event:
     """A leaf effect.
 
@@ -60,7 +59,7 @@ class Event:
     data: tuple = ()
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Branch:
     """if/elif/else, match, a conditional expression: exactly one arm runs.
 
@@ -74,7 +73,7 @@ class Branch:
     at_import: Optional[bool] = None
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Loop:
     """for/while: the body runs zero or more times; `infinite` for `while True`."""
 
@@ -84,7 +83,7 @@ class Loop:
     infinite: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Try:
     body: "Block"
     handlers: tuple["Block", ...]
@@ -92,7 +91,7 @@ class Try:
     final: "Block"
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class MainGuard:
     """`if __name__ == "__main__":` at module level: runs only when the module is the program."""
 
@@ -104,7 +103,7 @@ Node = Union[Event, Branch, Loop, Try, MainGuard]
 Block = tuple[Node, ...]
 
 
-@dataclass(frozen=True, eq=False, slots=True)
+@record(slots=True, eq=False)
 class Label:
     """A value label (cudalint.summary.labels): where a value in a given numbering or role came from."""
 
@@ -128,7 +127,7 @@ class Label:
         return hash(self.key())
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Function:
     qualname: str  # "f", "C.m", "f.inner"
     loc: Loc
@@ -140,19 +139,19 @@ class Function:
     returns: tuple = ()  # cudalint.summary.labels.Label of the values it returns (CUD004's return-value flow)
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class ClassInfo:
     name: str
     bases: tuple[str, ...]  # symbols as in Event("call") data: local names or qualified names
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class ModuleIR:
     path: str
     module: str  # dotted name, "" when unknown
     top: Block
-    functions: dict[str, Function] = field(default_factory=dict)
-    classes: dict[str, ClassInfo] = field(default_factory=dict)
+    functions: dict[str, Function] = factory(dict)
+    classes: dict[str, ClassInfo] = factory(dict)
     noqa: tuple[tuple[int, tuple[str, ...]], ...] = ()  # (line, codes); () suppresses every code
     # a catalogued llama.cpp constructor is called here ("llama_new", or a "new:" origin): without
     # one anywhere in the project, no object of the thread model (cudalint.analysis.threads) can exist
@@ -183,23 +182,3 @@ def iter_events(block: Block) -> Iterator[Event]:
         elif isinstance(node, MainGuard):
             yield from iter_events(node.body)
             yield from iter_events(node.orelse)
-
-
-def _reduce_to_call(names: tuple[str, ...]):
-    get = operator.attrgetter(*names)
-    if len(names) == 1:
-        return lambda self: (type(self), (get(self),))
-    return lambda self: (type(self), get(self))
-
-
-def _pickled_as_calls() -> None:
-    """A frozen dataclass with slots pickles through dataclasses' own __getstate__/__setstate__,
-    which look the fields up anew for every object, in Python; the worker processes hand every
-    summary to the parent pickled. As a call of the class with the field values (read by one
-    attrgetter), pickling takes a third of the time and unpickling half (100,000 events)."""
-    for cls in list(globals().values()):
-        if isinstance(cls, type) and dataclasses.is_dataclass(cls) and cls.__module__ == __name__:
-            cls.__reduce__ = _reduce_to_call(tuple(f.name for f in dataclasses.fields(cls)))  # type: ignore[method-assign]
-
-
-_pickled_as_calls()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
+from cudalint.core.record import record
 from typing import Optional, Union
 
 from cudalint.core.ir import Loc
@@ -19,7 +19,7 @@ _DEF_NAME = re.compile(r"(?:async\s+)?def\s+(\w+)")
 _TEXT_LIMIT = 72
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class Span:
     """A stretch of source with the attributes of an ast node's position (byte columns)."""
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
 
 from cudalint.engine import run_keys
@@ -46,21 +45,34 @@ _NAMES = ("utf-8", "surrogateescape")
 PARALLEL_MIN_FILES = 64
 
 
-@dataclass
 class Loaded:
-    modules: list[ModuleIR]  # the summaries of the files that parse
-    problems: list[Finding]  # CUD900 findings, in file order
-    summarized: int = 0  # files that got a syntax tree in this run (cache misses)
-    run_key: str = ""  # names this exact input (every file's key, the configuration): see Cache.get_run
-    reused: Optional[list] = None  # findings of an earlier run with the same run_key, or the same summary_key
-    summary_key: str = ""  # names the summaries this run analyzed (cudalint.engine.run_keys)
-    lean_key: str = ""  # names their lean forms, when no module makes a llama.cpp context (run_keys.LEAN)
-    # `reused` came by summary_key: the findings before the files' own `# cudalint: noqa` lines, which
-    # a summary does not hold (the caller applies them)
-    cut: bool = False
-    # waits until the pool's workers have written the cache entries they kept and exited
-    # (cudalint.engine.tasks.start_worker): the caller analyzes meanwhile, then calls it
-    settle: Callable[[], None] = lambda: None
+    """What `load_files` made. A plain class (a mutable dataclass before: the dataclasses module,
+    which imports inspect, is no longer on the path of a run with one file touched)."""
+
+    def __init__(
+        self,
+        modules: list[ModuleIR],
+        problems: list[Finding],
+        summarized: int = 0,
+        run_key: str = "",
+        reused: Optional[list] = None,
+        summary_key: str = "",
+        lean_key: str = "",
+        cut: bool = False,
+    ) -> None:
+        self.modules = modules  # the summaries of the files that parse
+        self.problems = problems  # CUD900 findings, in file order
+        self.summarized = summarized  # files that got a syntax tree in this run (cache misses)
+        self.run_key = run_key  # names this exact input (every file's key, the configuration): see Cache.get_run
+        self.reused = reused  # findings of an earlier run with the same run_key, or the same summary_key
+        self.summary_key = summary_key  # names the summaries this run analyzed (cudalint.engine.run_keys)
+        self.lean_key = lean_key  # names their lean forms, when no module makes a llama.cpp context (run_keys.LEAN)
+        # `reused` came by summary_key: the findings before the files' own `# cudalint: noqa` lines,
+        # which a summary does not hold (the caller applies them)
+        self.cut = cut
+        # waits until the pool's workers have written the cache entries they kept and exited
+        # (cudalint.engine.tasks.start_worker): the caller analyzes meanwhile, then calls it
+        self.settle: Callable[[], None] = lambda: None
 
 
 def default_jobs() -> int:

@@ -4,7 +4,7 @@ The whole-run findings the cache keeps are `--format json`'s rows (cudalint.core
 from_json: a run the cache answers whole imports neither this module nor typing). Summaries themselves are cached pickled
 (cudalint.engine.summary_codec: read back five times faster).
 
-Generic over the dataclasses of `cudalint.core.ir` (and Finding/Step), so new IR node types need no code
+Generic over the records of `cudalint.core.ir` (and Finding/Step), so new IR node types need no code
 here. Only these known classes are ever built when decoding: a cache file planted in a repository can
 at worst produce wrong data, never run code (and a planted file fails its signature first:
 cudalint.core.cache_files).
@@ -24,7 +24,6 @@ field count and the field types the class declares.
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import operator
 import sys
@@ -36,7 +35,7 @@ from cudalint.core.findings import Finding, Step  # (records: cudalint.core.reco
 
 _SCALARS = (str, int, float, bool, type(None))
 _intern = sys.intern
-# the known classes, by name and by class: Finding and Step, and the IR's dataclasses once a value
+# the known classes, by name and by class: Finding and Step, and the IR's records once a value
 # needs them (`_with_ir`): a run the cache answers whole decodes findings only, and importing the IR
 # and reading its annotations was a tenth of such a run
 _CLASSES: dict[str, type] = {}
@@ -80,7 +79,7 @@ def _register(classes: Iterable[type]) -> None:
     for cls in classes:
         name = cls.__name__
         _CLASSES[name] = cls
-        _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls)) if dataclasses.is_dataclass(cls) else record.fields(cls)
+        _FIELDS[cls] = record.fields(cls)
         _OUT[cls] = (name, _getter(_FIELDS[cls]), _dict_fields(cls))
         _IN[name] = (cls, len(_FIELDS[cls]), _expected(cls))
 
@@ -91,7 +90,7 @@ def _with_ir() -> bool:
         return False
     from cudalint.core import ir
 
-    _register(cls for cls in (getattr(ir, name) for name in dir(ir)) if isinstance(cls, type) and dataclasses.is_dataclass(cls))
+    _register(cls for cls in (getattr(ir, name) for name in dir(ir)) if isinstance(cls, type) and record.is_record(cls) and cls.__module__ == ir.__name__)
     _IR.append(True)
     return True
 
@@ -100,7 +99,7 @@ _register((Finding, Step))
 
 
 def known_classes() -> tuple[type, ...]:
-    """Every class the cache may hold: Finding, Step and the IR's dataclasses (also the allowlist
+    """Every class the cache may hold: Finding, Step and the IR's records (also the allowlist
     of the pickled summaries: cudalint.engine.summary_codec)."""
     _with_ir()
     return tuple(_CLASSES.values())

@@ -16,14 +16,14 @@ Serial by the arguments (the catalogue says where to look):
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from cudalint.core.callargs import arg_expr
 from cudalint.core.findings import Step
+from cudalint.core.record import record
 
 
-@dataclass(frozen=True)
+@record
 class Spec:
     limit_slots: str
     limit_key: str

@@ -28,7 +28,6 @@ assignment replaces them, as for types); branches are not joined.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Iterable, Optional, Sequence
 
 import builtins
@@ -39,6 +38,7 @@ import sys
 from cudalint.core.callargs import arg_expr, args_of, first_arg, slotted
 from cudalint.core.ir import Label
 from cudalint.core.positions import Span
+from cudalint.core.record import record, replace
 from cudalint.summary import fallbacks
 from cudalint.summary.syntax import NO_LABELS
 
@@ -56,7 +56,7 @@ FLOWING = ("nvml", "cuda", "ret", "param")
 
 
 # ---------- catalogue views ----------------------------------------------------------------------
-@dataclass(frozen=True)
+@record
 class _View:
     index_attributes: frozenset[str]
     index_containers: frozenset[str]
@@ -109,7 +109,7 @@ def bounded(labels: tuple[Label, ...], depth: int = MAX_INNER_DEPTH) -> tuple[La
 
 
 def _with_inner(lb: Label, inner: tuple) -> Label:
-    # (the constructor, not dataclasses.replace, as `freeze` does; no class derives from Label)
+    # (the constructor, not record.replace, as `freeze` does; no class derives from Label)
     return Label(lb.kind, lb.origin, lb.text, lb.detail, lb.api, lb.works, lb.starts_on, lb.rtype, inner)
 
 
@@ -451,7 +451,7 @@ def freeze(obj: object, memo: Optional[dict] = None) -> object:
         if isinstance(origin, (ast.AST, Span)):
             origin = origin.lineno
         inner = freeze(in_order(lb.inner), memo) if lb.inner else lb.inner
-        # (the constructor, not dataclasses.replace: a fifth of the cost, the same fields)
+        # (the constructor, not record.replace: a fifth of the cost, the same fields)
         out = Label(lb.kind, origin, sys.intern(lb.text), sys.intern(lb.detail), lb.api, lb.works, lb.starts_on, lb.rtype, inner)
         if memo is not None:
             memo[id(obj)] = (obj, out)

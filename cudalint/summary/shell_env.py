@@ -17,13 +17,13 @@ text (`CUDA_VISIBLE_DEVICES=0`) carries no numbering and makes no event.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
 import ast
 import re
 
 from cudalint.core.callargs import arg_expr
+from cudalint.core.record import record
 from cudalint.summary import labels
 from cudalint.summary.syntax import _UNKNOWN, literal
 
@@ -41,7 +41,7 @@ _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})
 _MAX_DEPTH = 40  # `a + b + c ...` nests to the left: a deeper chain is not read
 
 
-@dataclass(frozen=True)
+@record
 class _Hole:
     """A placeholder in a command's text: the expression and its labels where the text was built."""
 

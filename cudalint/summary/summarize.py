@@ -9,7 +9,6 @@ from __future__ import annotations
 import ast
 import re
 import sys
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping, Optional, Sequence
 
@@ -18,6 +17,7 @@ from cudalint.core.callargs import first_arg, positional
 from cudalint.core.catalogue import Api, Catalogue
 from cudalint.core.ir import Branch, ClassInfo, Event, Function, Loop, ModuleIR, Node
 from cudalint.core.positions import Lines, Located
+from cudalint.core.record import record
 from cudalint.summary.thread_events import ThreadEvents
 from cudalint.summary.thread_free import strip
 from cudalint.summary.call_events import _CallEvents
@@ -38,7 +38,7 @@ _SHARED: dict = {}
 SHARED_MAX = 1 << 17
 
 
-@dataclass(frozen=True)
+@record
 class _Tables:
     """What the summarizer asks of the catalogue in every file, made once per catalogue: made per
     file it was a third of summarizing a small module (2,000 generated modules: 2.7 of 7.8 s)."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 import sys
-from dataclasses import dataclass, field
 from typing import Iterator, Mapping, Optional
 
 from cudalint.core.catalogue import Api, env_fact
@@ -80,29 +79,30 @@ def _fnmatch(value: object, pattern: str) -> bool:
     return False
 
 
-@dataclass
 class _Scope:
-    """What is known inside one function body (or the module top level)."""
+    """What is known inside one function body (or the module top level). A plain class (it was a
+    mutable dataclass, whose module the summarizer's import path no longer loads: cudalint.core.record)."""
 
-    qualname: str  # "" for the module, "f", "C.m"
-    cls: Optional[str] = None  # enclosing class for methods
-    defs: dict[str, str] = field(default_factory=dict)  # local def name -> function qualname
-    types: dict[str, str] = field(default_factory=dict)  # variable -> qualified type or ":C"
-    consts: dict[str, object] = field(default_factory=dict)
-    env_aliases: set[str] = field(default_factory=set)
-    labels: dict[str, frozenset] = field(default_factory=dict)  # variable -> value labels (cudalint.summary.labels)
-    parent: Optional["_Scope"] = None
-    bound: set[str] = field(default_factory=set)  # names assigned here (thread events' refs)
-    globals_: set[str] = field(default_factory=set)  # `global` declarations
-    streams: dict[str, str] = field(default_factory=dict)  # local -> ref of the Llama it streams from
-    env_copies: set[str] = field(default_factory=set)  # names bound to a copy of the environment (cudalint.summary.child_env)
-    env_dicts: dict = field(default_factory=dict)  # names bound to a new mapping that sets CUDA_VISIBLE_DEVICES (cudalint.summary.child_env)
-    argv: dict[str, str] = field(default_factory=dict)  # names bound to a command line (a list of strings), its words joined
-    commands: dict = field(default_factory=dict)  # names bound to a command text that sets CUDA_VISIBLE_DEVICES (cudalint.summary.shell_env)
-    serial_pools: set[str] = field(default_factory=set)  # names bound to a one-worker thread pool (cudalint.summary.thread_events)
-    cuda_objs: dict[str, tuple] = field(default_factory=dict)  # names bound to what a CUDA-initializing call built: (line, text, library)
-    import_false: set[str] = field(default_factory=set)  # names bound to a test that is false at import (summary/import_state)
-    env_values: dict[str, frozenset] = field(default_factory=dict)  # names bound to a value read from these variables (`old = os.environ.get(V)`)
+    def __init__(self, qualname: str, cls: Optional[str] = None, parent: Optional["_Scope"] = None) -> None:
+        self.qualname = qualname  # "" for the module, "f", "C.m"
+        self.cls = cls  # enclosing class for methods
+        self.parent = parent
+        self.defs: dict[str, str] = {}  # local def name -> function qualname
+        self.types: dict[str, str] = {}  # variable -> qualified type or ":C"
+        self.consts: dict[str, object] = {}
+        self.env_aliases: set[str] = set()
+        self.labels: dict[str, frozenset] = {}  # variable -> value labels (cudalint.summary.labels)
+        self.bound: set[str] = set()  # names assigned here (thread events' refs)
+        self.globals_: set[str] = set()  # `global` declarations
+        self.streams: dict[str, str] = {}  # local -> ref of the Llama it streams from
+        self.env_copies: set[str] = set()  # names bound to a copy of the environment (cudalint.summary.child_env)
+        self.env_dicts: dict = {}  # names bound to a new mapping that sets CUDA_VISIBLE_DEVICES (cudalint.summary.child_env)
+        self.argv: dict[str, str] = {}  # names bound to a command line (a list of strings), its words joined
+        self.commands: dict = {}  # names bound to a command text that sets CUDA_VISIBLE_DEVICES (cudalint.summary.shell_env)
+        self.serial_pools: set[str] = set()  # names bound to a one-worker thread pool (cudalint.summary.thread_events)
+        self.cuda_objs: dict[str, tuple] = {}  # names bound to what a CUDA-initializing call built: (line, text, library)
+        self.import_false: set[str] = set()  # names bound to a test that is false at import (summary/import_state)
+        self.env_values: dict[str, frozenset] = {}  # names bound to a value read from these variables (`old = os.environ.get(V)`)
 
     def chain(self) -> Iterator["_Scope"]:
         """This scope, then the enclosing ones out to the module."""

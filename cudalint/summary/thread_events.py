@@ -7,7 +7,6 @@ really holds a `Llama` or a lock is decided later, across modules, by `cudalint.
 from __future__ import annotations
 
 import builtins
-from dataclasses import replace
 from typing import TYPE_CHECKING, Optional
 
 import ast
@@ -18,6 +17,7 @@ from cudalint.core.callargs import arg_expr, first_arg, positional, slotted
 from cudalint.core.catalogue import Api
 from cudalint.core.ir import Function, Node
 from cudalint.core.positions import Located, Span, span
+from cudalint.core.record import replace
 from cudalint.summary.syntax import dotted as _dotted, literal as _literal
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -67,7 +67,7 @@ def _block(block: tuple) -> tuple:
 
 def strip(summary: ModuleIR) -> ModuleIR:
     """`summary` without the thread model's events (itself when it has none)."""
-    from dataclasses import replace
+    from cudalint.core.record import replace
 
     top = _block(summary.top)
     functions = {}
