@@ -92,6 +92,7 @@ def test_labels_nest_no_deeper_than_the_bound() -> None:
     labels.MAX_INNER_DEPTH, whatever the chain's length."""
     from cudalint.summary import labels
     from cudalint.api import load_module
+    from cudalint.core import record
     from cudalint.core.catalogue import load_catalogue
     from cudalint.core.ir import Label
 
@@ -104,8 +105,8 @@ def test_labels_nest_no_deeper_than_the_bound() -> None:
             return 1 + max((depth(i) for i in obj.inner), default=0)
         if isinstance(obj, (tuple, list, frozenset, set)):
             return max((depth(i) for i in obj), default=0)
-        if hasattr(obj, "__dataclass_fields__"):
-            return max((depth(getattr(obj, f)) for f in obj.__dataclass_fields__), default=0)
+        if record.is_record(obj):  # (the IR's classes: cudalint.core.record)
+            return max((depth(getattr(obj, f)) for f in record.fields(obj)), default=0)
         if isinstance(obj, dict):
             return max((depth(v) for v in obj.values()), default=0)
         return 0
