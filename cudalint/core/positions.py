@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import ast
 import re
-from cudalint.core.record import record
 from typing import Optional, Union
 
 from cudalint.core.ir import Loc
+from cudalint.core.record import record
 
 _LINE_ENDS = re.compile(r"\r\n|\r|\n")  # Python's line ends only (str.splitlines also splits at \f, \v, ...)
 _DEF_NAME = re.compile(r"(?:async\s+)?def\s+(\w+)")
