@@ -72,7 +72,7 @@ def is_copy_name(expr: ast.AST, scope: "_Scope") -> bool:
 def on_bind(s: "_Summarizer", name: str, value: Optional[ast.AST], scope: "_Scope") -> None:
     scope.env_copies.discard(name)
     scope.env_dicts.pop(name, None)
-    if is_copy(s, value, scope):
+    if s.env_possible and is_copy(s, value, scope):  # (never a copy where nothing is the environment: `on_call`)
         scope.env_copies.add(name)
     elif value is not None:
         # `env = {"CUDA_VISIBLE_DEVICES": str(g)}`: a child's environment only once a process start
@@ -125,6 +125,15 @@ def _read(s: "_Summarizer", node: ast.AST, out: list) -> None:
 
 def on_call(s: "_Summarizer", call: ast.Call, q: Optional[str], scope: "_Scope", out: list, args: list) -> None:
     """`args`: the call's `args_of`."""
+    if not s.env_possible:
+        # no expression here is the environment (`is_env`), so none is a copy of it (`is_copy`,
+        # `is_copy_name`): what is left is a process start given a mapping built from scratch. Asked
+        # of every call; a copy's tests qualified the callee again (4 % of summarizing ultralytics)
+        if q == "os.getenv" and args and _key(s, args[0].value, scope) == CVD:
+            _read(s, call, out)
+            return
+        _env_arg(s, call, q, scope, out)
+        return
     func = call.func
     if type(func) is ast.Attribute:
         method = func.attr
