@@ -127,11 +127,9 @@ def on_call(s: "_Summarizer", call: ast.Call, q: Optional[str], scope: "_Scope",
     """`args`: the call's `args_of`."""
     if not s.env_possible:
         # no expression here is the environment (`is_env`), so none is a copy of it (`is_copy`,
-        # `is_copy_name`): what is left is a process start given a mapping built from scratch. Asked
+        # `is_copy_name`), and no call is `os.getenv` (its name is among the words that make
+        # `env_possible`): what is left is a process start given a mapping built from scratch. Asked
         # of every call; a copy's tests qualified the callee again (4 % of summarizing ultralytics)
-        if q == "os.getenv" and args and _key(s, args[0].value, scope) == CVD:
-            _read(s, call, out)
-            return
         _env_arg(s, call, q, scope, out)
         return
     func = call.func
