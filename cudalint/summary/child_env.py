@@ -37,8 +37,8 @@ def _key(s: "_Summarizer", expr: Optional[ast.AST], scope: "_Scope") -> str:
 
 def is_copy(s: "_Summarizer", value: Optional[ast.AST], scope: "_Scope") -> bool:
     """A new mapping made from the process environment: what a child will be given."""
-    if value is None:
-        return False
+    if value is None or not s.env_possible:
+        return False  # (no expression of such a module is the environment: `is_env`)
     kind = type(value)
     if kind is ast.Call:
         func = value.func  # type: ignore[attr-defined]
@@ -72,7 +72,7 @@ def is_copy_name(expr: ast.AST, scope: "_Scope") -> bool:
 def on_bind(s: "_Summarizer", name: str, value: Optional[ast.AST], scope: "_Scope") -> None:
     scope.env_copies.discard(name)
     scope.env_dicts.pop(name, None)
-    if s.env_possible and is_copy(s, value, scope):  # (never a copy where nothing is the environment: `on_call`)
+    if is_copy(s, value, scope):
         scope.env_copies.add(name)
     elif value is not None:
         # `env = {"CUDA_VISIBLE_DEVICES": str(g)}`: a child's environment only once a process start
