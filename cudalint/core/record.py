@@ -86,11 +86,55 @@ def _make(cls: type, order: bool, not_compared: tuple[str, ...], slots: bool = F
     if any(d is missing for d in defaults[first_default:]):
         raise TypeError(f"{cls.__name__}: a field without a default follows one with a default")
     compared = tuple(n for n in names if n not in not_compared)
-    known = frozenset(names)
-
-    count = len(names)
     if slots:
         cls = _slotted(cls, names)
+    init = _slotted_init(cls, names, defaults, missing) if slots else _generic_init(cls, names, defaults, missing, first_default)
+
+    def __repr__(self: Any) -> str:
+        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
+        return f"{type(self).__qualname__}({inner})"
+
+    # the compared values as a tuple (attrgetter of several names makes one, at C speed)
+    if len(compared) > 1:
+        key = attrgetter(*compared)
+    elif compared:
+        get = attrgetter(compared[0])
+        key = lambda self: (get(self),)  # noqa: E731
+    else:
+        key = lambda self: ()  # noqa: E731
+
+    def __eq__(self: Any, other: Any) -> Any:
+        return key(self) == key(other) if other.__class__ is self.__class__ else NotImplemented
+
+    def __hash__(self: Any) -> int:
+        return hash(key(self))
+
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self: Any, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    methods: dict[str, Callable[..., Any]] = {"__init__": init, "__repr__": __repr__, "__setattr__": __setattr__, "__delattr__": __delattr__}
+    if eq and "__eq__" not in cls.__dict__:
+        methods.update(__eq__=__eq__, __hash__=__hash__)
+    if slots:
+        methods["__reduce__"] = _reduce_to_call(names)
+    if order:
+        for name, test in (("__lt__", tuple.__lt__), ("__le__", tuple.__le__), ("__gt__", tuple.__gt__), ("__ge__", tuple.__ge__)):
+            methods[name] = _ordering(test, key)
+    for name, method in methods.items():
+        method.__qualname__ = f"{cls.__qualname__}.{name}"
+        setattr(cls, name, method)
+    setattr(cls, _FIELDS, names)
+    cls.__match_args__ = names  # type: ignore[attr-defined]
+    return cls
+
+
+def _generic_init(cls: type, names: tuple[str, ...], defaults: tuple, missing: object, first_default: int) -> "Callable[..., None]":
+    """An unslotted record's `__init__`: it fills the object's `__dict__` (no code compiled)."""
+    known = frozenset(names)
+    count = len(names)
     # given the first n fields by position, the rest take their defaults: these, as (the fixed
     # ones, the ones made anew for each object)
     rests = {
@@ -129,45 +173,7 @@ def _make(cls: type, order: bool, not_compared: tuple[str, ...], slots: bool = F
                 raise TypeError(f"{cls.__name__}() missing required argument: {name!r}")
             store[name] = value.make() if value is default and type(value) is factory else value
 
-    def __repr__(self: Any) -> str:
-        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
-        return f"{type(self).__qualname__}({inner})"
-
-    # the compared values as a tuple (attrgetter of several names makes one, at C speed)
-    if len(compared) > 1:
-        key = attrgetter(*compared)
-    elif compared:
-        get = attrgetter(compared[0])
-        key = lambda self: (get(self),)  # noqa: E731
-    else:
-        key = lambda self: ()  # noqa: E731
-
-    def __eq__(self: Any, other: Any) -> Any:
-        return key(self) == key(other) if other.__class__ is self.__class__ else NotImplemented
-
-    def __hash__(self: Any) -> int:
-        return hash(key(self))
-
-    def __setattr__(self: Any, name: str, value: Any) -> None:
-        raise FrozenInstanceError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self: Any, name: str) -> None:
-        raise FrozenInstanceError(f"cannot delete field {name!r}")
-
-    methods: dict[str, Callable[..., Any]] = {"__init__": __init__, "__repr__": __repr__, "__setattr__": __setattr__, "__delattr__": __delattr__}
-    if eq and "__eq__" not in cls.__dict__:
-        methods.update(__eq__=__eq__, __hash__=__hash__)
-    if slots:
-        methods.update(__init__=_slotted_init(cls, names, defaults, missing), __reduce__=_reduce_to_call(names))
-    if order:
-        for name, test in (("__lt__", tuple.__lt__), ("__le__", tuple.__le__), ("__gt__", tuple.__gt__), ("__ge__", tuple.__ge__)):
-            methods[name] = _ordering(test, key)
-    for name, method in methods.items():
-        method.__qualname__ = f"{cls.__qualname__}.{name}"
-        setattr(cls, name, method)
-    setattr(cls, _FIELDS, names)
-    cls.__match_args__ = names  # type: ignore[attr-defined]
-    return cls
+    return __init__
 
 
 def _slotted(cls: type, names: tuple[str, ...]) -> type:
