@@ -254,6 +254,29 @@ def analyze_early(paths: Sequence[str]) -> None:
             if path in graph.digests:
                 project.early[path] = (graph.digests[path], found_here)
 
+
+def _start_helpers_safely() -> None:
+    """flake8 starts its pool after this plugin's options. Where that pool forks from a fork server
+    (the default start method of Python 3.14 on Linux), the server and the resource tracker are
+    interpreters started as `python -c ...` in the current folder, the linted tree, with that
+    folder first on `sys.path`: the tree's linecache.py and traceback.py ran there and flake8 died
+    with no output, CUD selected or not. Started here first, from the standard library's folder
+    (cudalint.safepath.trusted_cwd, as cudalint's own pool), they are the ones flake8's pool uses;
+    each worker still enters the user's folder (multiprocessing sends it the parent's). ("spawn",
+    the default on macOS and Windows, starts each worker that way, as flake8 has always done there.)"""
+    import multiprocessing
+
+    if (multiprocessing.get_start_method(allow_none=True) or multiprocessing.get_all_start_methods()[0]) != "forkserver":
+        return
+    from multiprocessing import forkserver, resource_tracker
+
+    from cudalint.safepath import trusted_cwd
+
+    with trusted_cwd():
+        resource_tracker.ensure_running()
+        forkserver.ensure_running()
+
+
 class Plugin:
     """flake8's entry point `CUD = cudalint.flake8_plugin:Plugin`."""
 
@@ -271,6 +294,7 @@ class Plugin:
         cls.selected = _codes_selected(options)
         if cls.selected:
             try:
+                _start_helpers_safely()
                 analyze_early(list(getattr(options, "filenames", None) or ["."]))
             except Exception:  # (each file is analyzed on its own way then, and reports what fails)
                 pass

@@ -60,6 +60,25 @@ def test_entries_are_reused_when_one_file_changes(tmp_path: Path) -> None:
     assert _findings(cold) == _findings(warm) == _findings(lint_paths([str(src)]))
 
 
+def test_a_summary_made_by_another_python_is_never_read(tmp_path: Path, monkeypatch) -> None:
+    """Each Python reads its own grammar (an older one reads a newer file through
+    cudalint.inputs.newsyntax, and 3.10 sees no call inside a PEP 701 f-string): two environments
+    sharing one cache folder keep their summaries apart."""
+    import types
+
+    from cudalint.engine import cache as cache_module
+
+    src = tmp_path / "proj"
+    shutil.copytree(FIXTURES / "CUD001", src)
+    here = Cache.open(tmp_path / "cache", load_catalogue())
+    lint_paths([str(src)], cache=here)
+    monkeypatch.setattr(cache_module, "sys", types.SimpleNamespace(version_info=(3, 99, 0)))
+    other = Cache.open(tmp_path / "cache", load_catalogue())
+    assert other.salt.replace(":py3.99:", ":py%d.%d:" % sys.version_info[:2]) == here.salt
+    lint_paths([str(src)], cache=other)
+    assert other.hits == 0 and other.runs_reused == 0 and other.misses == here.misses > 1
+
+
 def test_cache_entries_are_signed_and_corruption_is_a_miss(tmp_path: Path) -> None:
     """Summaries are pickles that only the IR's classes may be read from (cudalint.engine.summary_codec);
     the index, the run results and the parsed catalogue are plain JSON. Every one is signed, and

@@ -75,6 +75,9 @@ CASES: list[tuple[str, Callable[[Path], None], list[str]]] = [
     ("utf16", _write("u16.py", "x = 1\n".encode("utf-16")), ["u16.py:1:1: CUD900 cannot decode as utf-8 (no coding declaration says otherwise): invalid start byte"]),
     ("bom_and_wrong_cookie", _write("bom.py", b"\xef\xbb\xbf# coding: latin-1\nx = 1\n"), ["bom.py:1:1: CUD900 cannot decode: encoding problem: utf-8"]),
     ("nul_byte", _write("nul.py", b"x = 1\ny = 2\x00\n"), ["nul.py:2:1: CUD900 cannot parse: the file contains a NUL byte"]),
+    # (in the lines whose encoding Python 3.14's tokenize checks: cudalint.inputs.source._detect_encoding)
+    ("nul_byte_first_line", _write("nul.py", b"x = 1\x00\n"), ["nul.py:1:1: CUD900 cannot parse: the file contains a NUL byte"]),
+    ("nul_byte_under_a_cookie", _write("nul.py", b"# -*- coding: latin-1 -*-\nx = '\xe9'\x00\n"), ["nul.py:2:1: CUD900 cannot parse: the file contains a NUL byte"]),
     ("inconsistent_tabs", _write("tabs.py", b"if True:\n        x = 1\n\ty = 2\n"), [f"tabs.py:3:1: {SYNTAX} inconsistent use of tabs and spaces in indentation"]),
     ("file_50mb", _big, ["big.py:1:1: CUD900 skipped: the file is 50.0 MB, more than the 10.0 MB cudalint parses (exclude it, or split it)"]),
     ("nested_parens_1000", _write("deep.py", _deep("(" * 1000 + "1" + ")" * 1000)), [f"deep.py:4:205: {SYNTAX} too many nested parentheses"]),
@@ -338,3 +341,89 @@ def test_a_link_to_a_folder_above_lists_each_file_once_and_is_no_finding(tmp_pat
     assert sorted(os.path.relpath(f, tmp_path) for f in found.files) == ["docs/conf.py", "main.py"]
     through = discover([str(tmp_path / "docs" / "latest")])  # given through the link itself (`up` reaches the root)
     assert through.problems == () and sorted(os.path.basename(f) for f in through.files) == ["conf.py", "main.py"]
+
+
+# What Python 3.14 changed under the verdicts above (CI runs 3.11; tools/python314.sh runs the whole
+# suite on 3.14): its tokenize refuses a NUL where it looks for an encoding, and its parser reads
+# Python 2's `except E, e:` as PEP 758's `except (E, e):`. The verdicts stay those of 3.10 to 3.13.
+def _detect_encoding_of_python314(readline):
+    """tokenize.detect_encoding as Python 3.14 has it, for the lines that matter here: a NUL in the
+    (at most two) lines it reads is a SyntaxError before any encoding is looked at."""
+    lines = [readline(), readline()]
+    if any(b"\x00" in line for line in lines):
+        raise SyntaxError("source code cannot contain null bytes")
+    rest = iter(lines)
+    return _DETECT(lambda: next(rest, b""))
+
+
+import tokenize as _tokenize  # noqa: E402
+
+_DETECT = _tokenize.detect_encoding
+
+
+@pytest.mark.parametrize(
+    "data,expected",
+    [
+        ("x = 1\n".encode("utf-16"), "cannot decode as utf-8 (no coding declaration says otherwise): invalid start byte"),
+        (b"x = 1\x00\n", "cannot parse: the file contains a NUL byte"),
+        (b"# -*- coding: latin-1 -*-\nx = '\xe9'\x00\n", "cannot parse: the file contains a NUL byte"),
+        (b"# -*- coding: klingon -*-\nx = 1\x00\n", "cannot decode: unknown encoding: klingon"),
+    ],
+    ids=["utf16", "nul_first_line", "nul_under_a_cookie", "nul_under_an_unknown_cookie"],
+)
+def test_a_nul_gets_the_same_verdict_from_the_tokenize_of_python_314(monkeypatch, data: bytes, expected: str) -> None:
+    from cudalint.inputs import source
+
+    before = source.decode("x.py", data)
+    monkeypatch.setattr(source.tokenize, "detect_encoding", _detect_encoding_of_python314)
+    after = source.decode("x.py", data)
+    assert before.message == after.message == expected
+    assert before.line == after.line
+
+
+def _tree_of_python314(text: str):
+    """The tree Python 3.14 makes of `except A, b:`: that of `except (A, b):`, its tuple starting
+    where its first element does (older Pythons read only the parenthesized text)."""
+    import ast
+    import re
+
+    tree = ast.parse(re.sub(r"except(\*?) (.*), (\w+):", r"except\1 (\2, \3):", text))
+    lines = text.splitlines()
+    for node in ast.walk(tree):
+        if type(node) is ast.ExceptHandler and type(node.type) is ast.Tuple:
+            line = lines[node.lineno - 1]
+            node.type.col_offset = node.type.elts[0].col_offset = line.index(" ", line.index("except")) + 1
+    return tree
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("try:\n    pass\nexcept Exception, e:\n    pass\n", (3, 8)),
+        ("def f():\n    try:\n        pass\n    except (ValueError, OSError), err:\n        pass\n", (4, 12)),
+    ],
+    ids=["except_name_comma_name", "except_tuple_comma_name"],
+)
+def test_python2_except_gets_the_same_verdict_from_python_314(text: str, expected) -> None:
+    from cudalint.inputs import source
+
+    found = source.python2_except(source.Source(path="py2.py", text=text), _tree_of_python314(text))
+    assert (found.line, found.column, found.message) == (*expected, "syntax error: multiple exception types must be parenthesized (Python 2 syntax?)")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "try:\n    pass\nexcept ValueError, TypeError:\n    pass\n",  # PEP 758: two classes
+        "try:\n    pass\nexcept (ValueError, e):\n    pass\n",  # parenthesized: a tuple, in every version
+        "try:\n    pass\nexcept ValueError, _e:\n    pass\n",  # not lowercase: as cudalint.inputs.newsyntax judges it
+        "try:\n    pass\nexcept* ValueError, e:\n    pass\n",  # PEP 758 in `except*`, never Python 2
+        "x = [a, b]\n# except A, b:\n",
+    ],
+    ids=["pep758_classes", "parenthesized", "underscore_name", "except_star", "a_comment"],
+)
+def test_python_314_code_that_is_not_python2_stays_code(text: str) -> None:
+    from cudalint.inputs import source
+
+    tree = _tree_of_python314(text) if "except (" not in text else __import__("ast").parse(text)
+    assert source.python2_except(source.Source(path="ok.py", text=text), tree) is None

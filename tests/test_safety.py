@@ -115,6 +115,35 @@ def test_flake8_never_imports_the_trees_modules(tmp_path: Path, jobs: str) -> No
     _no_trap_ran(marker)
 
 
+# flake8's own entry point, with the default start method of Python 3.14 on Linux; a script outside
+# the tree, so that its folder, not the tree, is on the path of this process (as for `flake8`)
+_FLAKE8_STARTING = """\
+import multiprocessing, sys
+if __name__ == "__main__":  # (the helpers import this script again, as __mp_main__)
+    multiprocessing.set_start_method("forkserver")
+    from flake8.main.cli import main
+    sys.exit(main())
+"""
+
+
+def test_flake8_never_imports_the_trees_modules_where_its_pool_forks_from_a_server(tmp_path: Path) -> None:
+    """Found on Python 3.14 (tools/python314.sh): flake8's pool started its fork server and resource
+    tracker (`python -c ...`) in the linted folder, the tree's linecache.py and traceback.py ran in
+    them, and flake8 died with no output. cudalint.flake8_plugin starts both first, from a trusted
+    folder."""
+    tree, marker = tmp_path / "tree", tmp_path / "markers"
+    _hostile_tree(tree, marker)
+    driver = tmp_path / "flake8_starting.py"
+    driver.write_text(_FLAKE8_STARTING)
+    proc = subprocess.run(
+        [sys.executable, str(driver), "--select", "CUD", "--jobs", "2", "canary.py", "mod00.py"],
+        cwd=tree, capture_output=True, text=True, env=_env(CUDALINT_CACHE_DIR=str(tmp_path / "cache")), timeout=120,  # (broken, the pool starts workers that die, forever)
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.startswith("canary.py:4:1: CUD001 CUDA_VISIBLE_DEVICES is set after CUDA was initialized")
+    _no_trap_ran(marker)
+
+
 def test_the_workers_see_the_trusted_path_and_the_users_folder(tmp_path: Path, monkeypatch) -> None:
     """cudalint.safepath: workers start in the standard library's folder (so '' finds only it) and
     then enter the run's folder; relative paths are still the user's."""

@@ -13,6 +13,7 @@ that is missing, planted, damaged or of the wrong shape is a miss, never a chang
 from __future__ import annotations
 
 import os
+import sys
 
 from cudalint import __version__
 from cudalint.core import cache_files
@@ -130,7 +131,10 @@ class Cache:
     def for_digest(cls, directory: Optional[PathLike], catalogue_digest: str) -> "Cache":
         """The cache for the catalogue `catalogue_digest` names, which need not be loaded."""
         directory = directory or default_cache_dir()
-        return cls(directory=directory, salt=f"{_FORMAT}:{__version__}:{code_fingerprint()}:{catalogue_digest}")
+        # (the Python too: each reads only its own grammar, and an older one reads a newer file
+        # through cudalint.inputs.newsyntax, which may see less of it: a summary is its Python's)
+        python = "py%d.%d" % sys.version_info[:2]
+        return cls(directory=directory, salt=f"{_FORMAT}:{__version__}:{python}:{code_fingerprint()}:{catalogue_digest}")
 
     def key(self, path: str, modname: str, data: bytes) -> str:
         return self.make_key(self.salt, path, modname, data)

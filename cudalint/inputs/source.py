@@ -5,6 +5,7 @@ import io
 import os
 import re
 import stat
+import sys
 import tokenize
 
 from cudalint.core.findings import Finding
@@ -104,9 +105,22 @@ def too_big(path: str, data: bytes) -> Optional[Finding]:
     )
 
 
+def _detect_encoding(data: bytes) -> str:
+    try:
+        return tokenize.detect_encoding(io.BytesIO(data).readline)[0]
+    except SyntaxError:
+        if b"\x00" not in data:
+            raise
+        # Python 3.14's detect_encoding refuses a NUL in the two lines it reads ("source code cannot
+        # contain null bytes"), where older ones named the encoding: the bytes without their NULs
+        # (same offsets) give every version's verdict, and the NUL is reported below, with its line
+        # (a UTF-16 file: "cannot decode as utf-8", as before)
+        return tokenize.detect_encoding(io.BytesIO(data.replace(b"\x00", b" ")).readline)[0]
+
+
 def decode(path: str, data: bytes) -> Union[Source, Finding]:
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        encoding = _detect_encoding(data)
     except SyntaxError as exc:
         reason = exc.msg if hasattr(exc, "msg") else str(exc)
         if reason == "invalid or missing encoding declaration":  # bytes that are not UTF-8, no cookie
@@ -176,6 +190,38 @@ def _looks_like_python2(exc: SyntaxError) -> bool:
     ) or "ur'" in text or 'ur"' in text
 
 
+# Python 3.14 reads `except E, e:` as PEP 758's `except (E, e):`, where older Pythons refuse it and
+# cudalint.inputs.newsyntax keeps it Python 2 (two names, the last lowercase: Python 2 bound the
+# exception to it; exception classes are CapWords). On 3.14 such a clause gets the verdict the older
+# ones give, so that a file's findings do not depend on the Python that runs cudalint. The pattern
+# (a handler whose last name ends the clause) picks the few files whose tree is looked at.
+PEP758 = sys.version_info >= (3, 14)
+_PYTHON2_EXCEPT = re.compile(r"^[ \t]*except\b[^:\n#]*,[ \t]*[^\W\d]\w*[ \t]*:", re.MULTILINE)
+
+
+def python2_except(src: Source, tree: "ast.Module") -> Optional[Finding]:
+    """The CUD900 of a Python 2 `except E, e:` in a tree Python 3.14 made (None: there is none)."""
+    if _PYTHON2_EXCEPT.search(src.text) is None:
+        return None
+    import ast
+
+    for node in ast.walk(tree):
+        if type(node) is not ast.Try:  # (`except*` is never Python 2: ast.TryStar)
+            continue
+        for handler in node.handlers:
+            kind = handler.type
+            if type(kind) is not ast.Tuple or len(kind.elts) != 2 or handler.name is not None:
+                continue
+            first, last = kind.elts
+            # unparenthesized: the tuple starts where its first element does
+            if type(last) is ast.Name and last.id[:1].islower() and (kind.lineno, kind.col_offset) == (first.lineno, first.col_offset):
+                line = re.split(r"\r\n|\r|\n", src.text)[first.lineno - 1]
+                column = len(line.encode("utf-8")[: first.col_offset].decode("utf-8", "replace")) + 1
+                # (the message of CPython 3.10 to 3.13 for this clause)
+                return problem(src.path, "syntax error: multiple exception types must be parenthesized (Python 2 syntax?)", line=first.lineno, column=column)
+    return None
+
+
 def parse(src: Source) -> Union["ast.Module", Finding]:
     """CPython's own syntax tree: what the analyzer reads (a fifth of libcst's parse time)."""
     big = too_big(src.path, src.text.encode("utf-8", "surrogatepass")) if len(src.text) > 2 * MAX_WORDS else None
@@ -189,7 +235,8 @@ def parse(src: Source) -> Union["ast.Module", Finding]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escape sequences and the like: not the user's concern here
-            return compile(src.text, src.path, "exec", dont_inherit=True, flags=_ONLY_AST)
+            tree = compile(src.text, src.path, "exec", dont_inherit=True, flags=_ONLY_AST)
+        return (python2_except(src, tree) or tree) if PEP758 else tree
     except SyntaxError as exc:
         deep = _too_deep(src)
         if deep is not None:
