@@ -255,7 +255,16 @@ def analyze_early(paths: Sequence[str]) -> None:
                 project.early[path] = (graph.digests[path], found_here)
 
 
-def _start_helpers_safely() -> None:
+def _pool_possible(options: Any) -> bool:
+    """Whether flake8 may check in a pool (cudalint.flake8_plugin's options are flake8's): more than
+    one job, and more than one file (flake8.checker.Manager.run)."""
+    jobs = getattr(options, "jobs", None)
+    count = (os.cpu_count() or 1) if getattr(jobs, "is_auto", True) else getattr(jobs, "n_jobs", 2)
+    names = list(getattr(options, "filenames", None) or ["."])
+    return count > 1 and not (len(names) == 1 and (names[0] in _STDIN or os.path.isfile(names[0])))
+
+
+def _start_helpers_safely(options: Any) -> None:
     """flake8 starts its pool after this plugin's options. Where that pool forks from a fork server
     (the default start method of Python 3.14 on Linux), the server and the resource tracker are
     interpreters started as `python -c ...` in the current folder, the linted tree, with that
@@ -266,6 +275,8 @@ def _start_helpers_safely() -> None:
     the default on macOS and Windows, starts each worker that way, as flake8 has always done there.)"""
     import multiprocessing
 
+    if not _pool_possible(options):
+        return  # (32 ms on 3.14, and two interpreters, for a pool that will not be)
     if (multiprocessing.get_start_method(allow_none=True) or multiprocessing.get_all_start_methods()[0]) != "forkserver":
         return
     from multiprocessing import forkserver, resource_tracker
@@ -294,7 +305,7 @@ class Plugin:
         cls.selected = _codes_selected(options)
         if cls.selected:
             try:
-                _start_helpers_safely()
+                _start_helpers_safely(options)
                 analyze_early(list(getattr(options, "filenames", None) or ["."]))
             except Exception:  # (each file is analyzed on its own way then, and reports what fails)
                 pass

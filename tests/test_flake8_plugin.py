@@ -331,3 +331,28 @@ def test_the_main_process_looks_for_components_only_when_part_of_a_project_is_gi
     assert sorted(project.early) == everything
     codes = {p: [(f.code, f.line) for f in found_] for p, (_, found_) in project.early.items() if found_}
     assert codes == {found("one", "a.py"): [("CUD003", 5), ("CUD001", 6)], found("two", "a.py"): [("CUD003", 5), ("CUD001", 6)]}
+
+
+@pytest.mark.parametrize(
+    "jobs,names,expected",
+    [
+        ("auto", ["."], True),
+        ("2", ["a.py", "b.py"], True),
+        ("1", ["."], False),  # flake8 checks serially: no fork server to start (32 ms on 3.14)
+        ("auto", ["one.py"], False),
+        ("auto", ["-"], False),
+        ("auto", [], True),  # (flake8's default: the current folder)
+    ],
+    ids=["auto_folder", "two_jobs_two_files", "one_job", "one_file", "stdin", "no_names"],
+)
+def test_the_fork_server_is_started_only_for_a_pool_flake8_may_use(tmp_path, monkeypatch, jobs, names, expected) -> None:
+    from types import SimpleNamespace
+
+    from flake8.main.options import JobsArgument
+
+    from cudalint import flake8_plugin
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "one.py").write_text("x = 1\n")
+    monkeypatch.setattr(flake8_plugin.os, "cpu_count", lambda: 4)
+    assert flake8_plugin._pool_possible(SimpleNamespace(jobs=JobsArgument(jobs), filenames=names)) is expected
