@@ -275,8 +275,10 @@ def _start_helpers_safely(options: Any) -> None:
     the default on macOS and Windows, starts each worker that way, as flake8 has always done there.)"""
     import multiprocessing
 
-    if not _pool_possible(options):
-        return  # (32 ms on 3.14, and two interpreters, for a pool that will not be)
+    from cudalint.engine.runner import _daemonic
+
+    if _daemonic() or not _pool_possible(options):  # (a worker parses the options again; 32 ms on 3.14, and two interpreters, for a pool that will not be)
+        return
     if (multiprocessing.get_start_method(allow_none=True) or multiprocessing.get_all_start_methods()[0]) != "forkserver":
         return
     from multiprocessing import forkserver, resource_tracker

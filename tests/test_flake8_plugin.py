@@ -12,7 +12,7 @@ import pytest
 
 from cudalint.core.findings import Finding, Step
 from cudalint.output.report import folded_message
-from tests.fixture_expectations import case_id, fixture_cases
+from tests.fixture_expectations import FIXTURES as FIXTURES_DIR, case_id, fixture_cases
 from tests.support.packs import summary_records
 
 FORMAT = "%(path)s\t%(row)d\t%(col)d\t%(code)s\t%(text)s"
@@ -356,3 +356,56 @@ def test_the_fork_server_is_started_only_for_a_pool_flake8_may_use(tmp_path, mon
     (tmp_path / "one.py").write_text("x = 1\n")
     monkeypatch.setattr(flake8_plugin.os, "cpu_count", lambda: 4)
     assert flake8_plugin._pool_possible(SimpleNamespace(jobs=JobsArgument(jobs), filenames=names)) is expected
+
+
+# flake8's entry point under a start method that starts its workers afresh (Python 3.14's default
+# on Linux, macOS's and Windows'): they do not inherit the main process's analysis
+_FLAKE8_UNDER = """\
+import multiprocessing, sys
+if __name__ == "__main__":  # (the workers import this script again, as __mp_main__)
+    multiprocessing.set_start_method(sys.argv.pop(1))
+    from flake8.main.cli import main
+    sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize("method", ["forkserver", "spawn"])
+def test_workers_started_afresh_report_what_forked_ones_do(tmp_path: Path, method: str) -> None:
+    """A worker that does not inherit the main process's analysis takes each file's own way (the
+    cache the main process filled): the same lines as the forked workers of `--jobs 2`."""
+    proj = tmp_path / "proj"
+    shutil.copytree(FIXTURES_DIR, proj)
+    driver = tmp_path / "flake8_under.py"
+    driver.write_text(_FLAKE8_UNDER)
+    forked = flake8(proj, "--select", "CUD", "--jobs", "2", ".", env={"CUDALINT_CACHE_DIR": str(tmp_path / "c1")})
+    afresh = subprocess.run(
+        [sys.executable, str(driver), method, f"--format={FORMAT}", "--select", "CUD", "--jobs", "2", "."],
+        cwd=proj, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "CUDALINT_CACHE_DIR": str(tmp_path / "c2")},
+    )
+    assert len(flake8_findings(forked)) > 200
+    assert flake8_findings(afresh) == flake8_findings(forked)
+    assert afresh.returncode == forked.returncode == 1
+
+
+@pytest.mark.parametrize("daemonic,jobs,method,started", [(False, "2", "forkserver", True), (True, "2", "forkserver", False), (False, "1", "forkserver", False), (False, "2", "fork", False), (False, "2", "spawn", False)])
+def test_only_flake8s_main_process_starts_the_fork_server(monkeypatch, daemonic, jobs, method, started) -> None:
+    """flake8's workers parse the options again: on 3.14 each started a fork server of its own."""
+    import multiprocessing
+    from multiprocessing import forkserver, resource_tracker
+    from types import SimpleNamespace
+
+    from flake8.main.options import JobsArgument
+
+    from cudalint import flake8_plugin
+    from cudalint.engine import runner
+
+    calls = []
+    monkeypatch.setattr(runner, "_daemonic", lambda: daemonic)
+    monkeypatch.setattr(multiprocessing, "get_start_method", lambda allow_none=False: method)
+    monkeypatch.setattr(forkserver, "ensure_running", lambda: calls.append(("server", os.getcwd())))
+    monkeypatch.setattr(resource_tracker, "ensure_running", lambda: calls.append(("tracker", os.getcwd())))
+    flake8_plugin._start_helpers_safely(SimpleNamespace(jobs=JobsArgument(jobs), filenames=["a.py", "b.py"]))
+    from cudalint.safepath import STDLIB_DIR
+
+    assert calls == ([("tracker", STDLIB_DIR), ("server", STDLIB_DIR)] if started else [])
