@@ -207,10 +207,6 @@ def analyze_early(paths: Sequence[str]) -> None:
     cache cost flake8 +85 % on lightning). Forked workers inherit the findings; spawned ones (the
     forkserver default of Python 3.14) find the summaries in the cache. A file whose text is not
     what was analyzed, or anything that goes wrong here, takes the per-file way (`findings_for`)."""
-    from cudalint.engine.runner import _daemonic
-
-    if _daemonic():  # (a spawned flake8 worker parses the options again: its main process did this)
-        return
     from cudalint.api import lint_files
     from cudalint.inputs.discover import discover
 
@@ -275,10 +271,8 @@ def _start_helpers_safely(options: Any) -> None:
     the default on macOS and Windows, starts each worker that way, as flake8 has always done there.)"""
     import multiprocessing
 
-    from cudalint.engine.runner import _daemonic
-
-    if _daemonic() or not _pool_possible(options):  # (a worker parses the options again; 32 ms on 3.14, and two interpreters, for a pool that will not be)
-        return
+    if not _pool_possible(options):
+        return  # (32 ms on 3.14, and two interpreters, for a pool that will not be)
     if (multiprocessing.get_start_method(allow_none=True) or multiprocessing.get_all_start_methods()[0]) != "forkserver":
         return
     from multiprocessing import forkserver, resource_tracker
@@ -305,7 +299,11 @@ class Plugin:
     @classmethod
     def parse_options(cls, options: Any) -> None:
         cls.selected = _codes_selected(options)
-        if cls.selected:
+        from cudalint.engine.runner import _daemonic
+
+        # (flake8's workers parse the options again: what follows is its main process's; each worker
+        # of 3.14's fork server started a server of its own)
+        if cls.selected and not _daemonic():
             try:
                 _start_helpers_safely(options)
                 analyze_early(list(getattr(options, "filenames", None) or ["."]))

@@ -399,13 +399,16 @@ def test_only_flake8s_main_process_starts_the_fork_server(monkeypatch, daemonic,
 
     from cudalint import flake8_plugin
     from cudalint.engine import runner
+    from cudalint.safepath import STDLIB_DIR
 
     calls = []
     monkeypatch.setattr(runner, "_daemonic", lambda: daemonic)
     monkeypatch.setattr(multiprocessing, "get_start_method", lambda allow_none=False: method)
     monkeypatch.setattr(forkserver, "ensure_running", lambda: calls.append(("server", os.getcwd())))
     monkeypatch.setattr(resource_tracker, "ensure_running", lambda: calls.append(("tracker", os.getcwd())))
-    flake8_plugin._start_helpers_safely(SimpleNamespace(jobs=JobsArgument(jobs), filenames=["a.py", "b.py"]))
-    from cudalint.safepath import STDLIB_DIR
-
-    assert calls == ([("tracker", STDLIB_DIR), ("server", STDLIB_DIR)] if started else [])
+    monkeypatch.setattr(flake8_plugin, "_codes_selected", lambda options: True)
+    monkeypatch.setattr(flake8_plugin, "analyze_early", lambda paths: calls.append(("analysis", tuple(paths))))
+    monkeypatch.setattr(flake8_plugin.Plugin, "selected", True)
+    flake8_plugin.Plugin.parse_options(SimpleNamespace(jobs=JobsArgument(jobs), filenames=["a.py", "b.py"]))
+    helpers = [("tracker", STDLIB_DIR), ("server", STDLIB_DIR)] if started else []
+    assert calls == ([] if daemonic else helpers + [("analysis", ("a.py", "b.py"))])

@@ -11,12 +11,15 @@ import os
 import subprocess
 import sys
 import tempfile
+import tokenize
 from pathlib import Path
 from typing import Callable
 
 import pytest
 
 from cudalint.inputs.source import MAX_FILE_BYTES
+
+_DETECT = tokenize.detect_encoding  # (the real one: the tests below put 3.14's in its place)
 
 CANARY = 'import os\nimport torch\ntorch.cuda.init()\nos.environ["CUDA_VISIBLE_DEVICES"] = "1"\n'
 CANARY_LINE = (
@@ -354,11 +357,6 @@ def _detect_encoding_of_python314(readline):
         raise SyntaxError("source code cannot contain null bytes")
     rest = iter(lines)
     return _DETECT(lambda: next(rest, b""))
-
-
-import tokenize as _tokenize  # noqa: E402
-
-_DETECT = _tokenize.detect_encoding
 
 
 @pytest.mark.parametrize(
