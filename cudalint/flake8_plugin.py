@@ -124,7 +124,7 @@ def _project_for(filename: str) -> _Project:
     absolute = os.path.isabs(filename)
     here = Path(os.path.abspath(filename)) if filename not in _STDIN else Path.cwd() / "stdin.py"
     # (asked once per folder: flake8 hands over every file of a project, each walking up to the root)
-    config_file, root = _roots(here.parent)
+    config_file, root = _roots(here.parent, _GIVEN)
     key = (root, config_file, absolute)
     if key in _PROJECTS:
         return _PROJECTS[key]
@@ -141,14 +141,33 @@ def _project_for(filename: str) -> _Project:
     return project
 
 
+# The folders flake8 was given, absolute (Plugin.parse_options, in every process: flake8's workers
+# parse the options again). Where no folder above a file has a project marker, the outermost of them
+# that holds it is its project, as `cudalint FOLDER` lints FOLDER's files together: by package roots
+# alone, a folder without `__init__.py` (core/ of a namespace package) was a project of its own and
+# its module was judged without the routers that call it (CUD101 lost under flake8).
+_GIVEN: tuple[Path, ...] = ()
+
+
+def _given_folders(options: Any) -> tuple[Path, ...]:
+    names = getattr(options, "filenames", None) or ["."]
+    return tuple(Path(os.path.abspath(n)) for n in names if n not in _STDIN and os.path.isdir(n))
+
+
 @lru_cache(maxsize=256)
-def _roots(folder: Path) -> tuple[Optional[Path], Path]:
-    from cudalint.named import project_of
-    from cudalint.inputs.settings import find_pyproject
+def _roots(folder: Path, given: tuple[Path, ...] = ()) -> tuple[Optional[Path], Path]:
+    from cudalint.named import package_root
+    from cudalint.inputs.settings import find_pyproject, project_root
 
     probe = folder / "__cudalint_probe__.py"  # (both look at the folders above a file)
     found = find_pyproject(probe)
-    return (Path(found) if found is not None else None), Path(project_of(probe))
+    marked = project_root(probe)
+    if marked is not None:
+        root = Path(marked)
+    else:
+        holding = [g for g in given if g == folder or g in folder.parents]
+        root = min(holding, key=lambda g: len(g.parts)) if holding else Path(package_root(probe))
+    return (Path(found) if found is not None else None), root
 
 
 def findings_for(filename: str, text: str) -> list[Finding]:
@@ -207,7 +226,17 @@ def analyze_early(paths: Sequence[str]) -> None:
     cache cost flake8 +85 % on lightning). Forked workers inherit the findings; spawned ones (the
     forkserver default of Python 3.14) find the summaries in the cache. A file whose text is not
     what was analyzed, or anything that goes wrong here, takes the per-file way (`findings_for`)."""
+    from cudalint.engine import runner
+
+    try:
+        _analyze_early(paths)
+    finally:
+        runner.drop_standby()  # (one no run took: flake8 forks its own pool next)
+
+
+def _analyze_early(paths: Sequence[str]) -> None:
     from cudalint.api import lint_files
+    from cudalint.engine import runner
     from cudalint.inputs.discover import discover
 
     wanted: dict[int, tuple[_Project, list[str]]] = {}
@@ -218,6 +247,9 @@ def analyze_early(paths: Sequence[str]) -> None:
         first = _project_for(given if not os.path.isdir(given) else os.path.join(given, "__init__.py"))
         cfg = first.config
         found = discover([given], exclude=cfg.exclude + cfg.extend_exclude, respect_gitignore=cfg.respect_gitignore)
+        # the workers of the analysis below start while this process finds the files' projects and
+        # builds their import graphs
+        runner.standby([p for p in found.files if p.endswith(".py")], first.cache)
         if os.path.isdir(given) and Path(os.path.abspath(given)) == first.root:
             found_at_root[id(first)] = found.files
         # (a folder's files share their project: asked per file, the paths and the walk up cost 0.08 s
@@ -298,7 +330,9 @@ class Plugin:
 
     @classmethod
     def parse_options(cls, options: Any) -> None:
+        global _GIVEN
         cls.selected = _codes_selected(options)
+        _GIVEN = _given_folders(options)
         from cudalint.engine.runner import _daemonic
 
         # (flake8's workers parse the options again: what follows is its main process's; each worker

@@ -388,6 +388,29 @@ def test_workers_started_afresh_report_what_forked_ones_do(tmp_path: Path, metho
     assert afresh.returncode == forked.returncode == 1
 
 
+@pytest.mark.parametrize("method", ["fork", "forkserver", "spawn"])
+def test_a_folder_with_no_project_marker_is_one_project_as_the_cli_lints_it(tmp_path: Path, method: str) -> None:
+    """No pyproject.toml, setup.cfg or .git above it: `cudalint FOLDER` lints the folder's files
+    together. By package roots alone, core/ (a namespace package: no __init__.py) was a project of
+    its own under flake8, and the CUD101 that its routers' request threads cause was lost, whichever
+    way flake8's workers started (the main process's analysis and each worker's own way agree)."""
+    tree = tmp_path / "tree"
+    shutil.copytree(FIXTURES_DIR / "CUD101" / "namespace_package", tree / "namespace_package")
+    driver = tmp_path / "flake8_under.py"
+    driver.write_text(_FLAKE8_UNDER)
+    proc = subprocess.run(
+        [sys.executable, str(driver), method, f"--format={FORMAT}", "--select", "CUD", "--jobs", "2", "namespace_package"],
+        cwd=tree, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "CUDALINT_CACHE_DIR": str(tmp_path / "cache")},
+    )
+    got = flake8_findings(proc)
+    assert [(p, row, code) for p, row, col, code, text in got] == [(os.path.join("namespace_package", "core", "llm.py"), 15, "CUD101")]
+    assert got == sorted(as_flake8(f) for f in cli_json(tree, "--no-cache", "namespace_package"))
+    # one file named: its project is its own folder for both, as before
+    alone = flake8_findings(flake8(tree, "--select", "CUD", os.path.join("namespace_package", "core", "llm.py"), env={"CUDALINT_CACHE_DIR": str(tmp_path / "cache")}))
+    assert alone == [] == cli_json(tree, "--no-cache", os.path.join("namespace_package", "core", "llm.py"))
+
+
 @pytest.mark.parametrize("daemonic,jobs,method,started", [(False, "2", "forkserver", True), (True, "2", "forkserver", False), (False, "1", "forkserver", False), (False, "2", "fork", False), (False, "2", "spawn", False)])
 def test_only_flake8s_main_process_starts_the_fork_server(monkeypatch, daemonic, jobs, method, started) -> None:
     """flake8's workers parse the options again: on 3.14 each started a fork server of its own."""

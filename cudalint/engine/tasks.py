@@ -126,6 +126,10 @@ def start_worker(folder: str) -> None:
     from cudalint.safepath import enter
 
     enter(folder)
+    # the summarizer's modules, before the first chunk comes (cudalint.engine.runner.standby: while
+    # the caller still prepares it); imported on the first file, they were 35 ms of each worker's
+    import cudalint.summary.from_bytes  # noqa: F401
+    import cudalint.summary.summarize  # noqa: F401
     # The cycle collector stays off for the worker's life: let back on after each chunk
     # (`paused_gc`), its first collection walked everything the chunk had made and still held
     # (1.3 s of the workers' 53 s on vllm). Summaries and syntax trees are freed by reference counts.
