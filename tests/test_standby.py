@@ -81,35 +81,31 @@ def test_a_standby_nobody_took_is_let_go(tmp_path, monkeypatch, started) -> None
     assert runner._STANDBY == [] and multiprocessing.active_children() == []
 
 
-def test_flake8s_main_process_leaves_no_worker_behind(tmp_path, monkeypatch, started) -> None:
-    """Before flake8 forks its own pool: the analysis took the standby, and every worker has exited
-    (a pool's threads or processes must not be copied into flake8's workers)."""
+def _flake8_main(tmp_path, monkeypatch, started, given: str, packages: list[str]) -> None:
+    """flake8's main process given `given` (with CUD selected), then: the analysis took the standby
+    or let it go, every worker has exited (a pool's threads or processes must not be copied into
+    flake8's workers), and each package's findings were made before any worker of flake8's."""
     from cudalint import flake8_plugin
 
-    _package(tmp_path, 70)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("CUDALINT_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(flake8_plugin, "_PROJECTS", {})
-    flake8_plugin.Plugin.parse_options(argparse.Namespace(filenames=["pkg"], jobs=None))
+    flake8_plugin.Plugin.parse_options(argparse.Namespace(filenames=[given], jobs=None))
     assert len(started) == 1 and runner._STANDBY == []
     assert multiprocessing.active_children() == []
-    project = flake8_plugin._project_for(os.path.join("pkg", "m7.py"))
-    assert [(f.code, f.line) for f in project.early[os.path.join("pkg", "m7.py")][1]] == [("CUD003", 5), ("CUD001", 6)]
+    for pkg in packages:
+        bad = os.path.join(pkg, "m7.py")
+        assert [(f.code, f.line) for f in flake8_plugin._project_for(bad).early[bad][1]] == [("CUD003", 5), ("CUD001", 6)]
+
+
+def test_flake8s_main_process_takes_the_standby(tmp_path, monkeypatch, started) -> None:
+    _package(tmp_path, 70)
+    _flake8_main(tmp_path, monkeypatch, started, "pkg", ["pkg"])
 
 
 def test_flake8s_main_process_lets_go_of_a_standby_its_projects_did_not_take(tmp_path, monkeypatch, started) -> None:
     """Two projects of 41 files in the folder flake8 was given: 82 files found, a pool started, but
     each project's run is too small for one (serial): the standby exits before flake8 forks."""
-    from cudalint import flake8_plugin
-
     for name in ("a", "b"):
         _package(tmp_path / name, 40)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("CUDALINT_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(flake8_plugin, "_PROJECTS", {})
-    flake8_plugin.Plugin.parse_options(argparse.Namespace(filenames=["."], jobs=None))
-    assert len(started) == 1 and runner._STANDBY == []
-    assert multiprocessing.active_children() == []
-    for name in ("a", "b"):
-        project = flake8_plugin._project_for(os.path.join(name, "pkg", "m7.py"))
-        assert [(f.code, f.line) for f in project.early[os.path.join(name, "pkg", "m7.py")][1]] == [("CUD003", 5), ("CUD001", 6)]
+    _flake8_main(tmp_path, monkeypatch, started, ".", [os.path.join("a", "pkg"), os.path.join("b", "pkg")])
