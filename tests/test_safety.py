@@ -102,16 +102,19 @@ def test_linting_never_imports_the_trees_modules(tmp_path: Path, how: str) -> No
         _no_trap_ran(marker)
 
 
-@pytest.mark.parametrize("jobs", ["1", "2"])
-def test_flake8_never_imports_the_trees_modules(tmp_path: Path, jobs: str) -> None:
+@pytest.mark.parametrize("jobs,given", [("1", ("canary.py", "mod00.py")), ("2", ("canary.py", "mod00.py")), ("2", (".",))])
+def test_flake8_never_imports_the_trees_modules(tmp_path: Path, jobs: str, given: tuple[str, ...]) -> None:
+    """Given the folder: the main process's analysis starts its workers before it builds the import
+    graph (cudalint.engine.runner.standby), and they import the summarizer in the linted folder."""
     tree, marker = tmp_path / "tree", tmp_path / "markers"
     _hostile_tree(tree, marker)
     proc = subprocess.run(
-        [str(BIN / "flake8"), "--select", "CUD", "--jobs", jobs, "canary.py", "mod00.py"],
+        [str(BIN / "flake8"), "--select", "CUD", "--jobs", jobs, *given],
         cwd=tree, capture_output=True, text=True, env=_env(CUDALINT_CACHE_DIR=str(tmp_path / "cache")), timeout=600,
     )
     assert proc.returncode == 1, proc.stderr
-    assert proc.stdout.startswith("canary.py:4:1: CUD001 CUDA_VISIBLE_DEVICES is set after CUDA was initialized")
+    shown = os.path.join(".", "canary.py") if given == (".",) else "canary.py"
+    assert proc.stdout.startswith(f"{shown}:4:1: CUD001 CUDA_VISIBLE_DEVICES is set after CUDA was initialized")
     _no_trap_ran(marker)
 
 
