@@ -411,6 +411,29 @@ def test_a_folder_with_no_project_marker_is_one_project_as_the_cli_lints_it(tmp_
     assert alone == [] == cli_json(tree, "--no-cache", os.path.join("namespace_package", "core", "llm.py"))
 
 
+def test_the_project_of_a_folder_flake8_was_given(tmp_path: Path, monkeypatch) -> None:
+    """Where no marker is above: the outermost given folder that holds it (even a package's own
+    folder, whose package root is above it), else its package root; a marker always wins."""
+    import argparse
+
+    from cudalint import flake8_plugin
+
+    tree = tmp_path / "tree"
+    for folder in ("a/sub", "b", "pkg/inner"):
+        (tree / folder).mkdir(parents=True)
+    (tree / "pkg" / "__init__.py").write_text("")
+    (tree / "pkg" / "inner" / "__init__.py").write_text("")
+    (tree / "a" / "x.py").write_text("")
+    monkeypatch.chdir(tree)
+    given = flake8_plugin._given_folders(argparse.Namespace(filenames=["a", "a/x.py", "pkg/inner", "pkg", "-", "missing"]))
+    assert given == (tree / "a", tree / "pkg" / "inner", tree / "pkg")
+    roots = {name: flake8_plugin._roots(tree / name, given)[1] for name in ("a", "a/sub", "b", "pkg", "pkg/inner")}
+    assert roots == {"a": tree / "a", "a/sub": tree / "a", "b": tree / "b", "pkg": tree / "pkg", "pkg/inner": tree / "pkg"}
+    assert flake8_plugin._roots(tree / "pkg" / "inner")[1] == tree  # (nothing given: the folder holding the top-level package)
+    (tree / "a" / "setup.cfg").write_text("")
+    assert flake8_plugin._roots(tree / "a" / "sub", (tree,))[1] == tree / "a"
+
+
 @pytest.mark.parametrize("daemonic,jobs,method,started", [(False, "2", "forkserver", True), (True, "2", "forkserver", False), (False, "1", "forkserver", False), (False, "2", "fork", False), (False, "2", "spawn", False)])
 def test_only_flake8s_main_process_starts_the_fork_server(monkeypatch, daemonic, jobs, method, started) -> None:
     """flake8's workers parse the options again: on 3.14 each started a fork server of its own."""
