@@ -149,9 +149,13 @@ def _project_for(filename: str) -> _Project:
 _GIVEN: tuple[Path, ...] = ()
 
 
+def _given_names(options: Any) -> list[str]:
+    """The file names flake8 was given (its default: the current folder)."""
+    return list(getattr(options, "filenames", None) or ["."])
+
+
 def _given_folders(options: Any) -> tuple[Path, ...]:
-    names = getattr(options, "filenames", None) or ["."]
-    return tuple(Path(os.path.abspath(n)) for n in names if n not in _STDIN and os.path.isdir(n))
+    return tuple(Path(os.path.abspath(n)) for n in _given_names(options) if n not in _STDIN and os.path.isdir(n))
 
 
 @lru_cache(maxsize=256)
@@ -288,7 +292,7 @@ def _pool_possible(options: Any) -> bool:
     one job, and more than one file (flake8.checker.Manager.run)."""
     jobs = getattr(options, "jobs", None)
     count = (os.cpu_count() or 1) if getattr(jobs, "is_auto", True) else getattr(jobs, "n_jobs", 2)
-    names = list(getattr(options, "filenames", None) or ["."])
+    names = _given_names(options)
     return count > 1 and not (len(names) == 1 and (names[0] in _STDIN or os.path.isfile(names[0])))
 
 
@@ -340,7 +344,7 @@ class Plugin:
         if cls.selected and not _daemonic():
             try:
                 _start_helpers_safely(options)
-                analyze_early(list(getattr(options, "filenames", None) or ["."]))
+                analyze_early(_given_names(options))
             except Exception:  # (each file is analyzed on its own way then, and reports what fails)
                 pass
 
