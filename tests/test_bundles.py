@@ -88,6 +88,22 @@ def test_a_nested_bundle_opens_one_level_at_a_time_and_keeps_its_count() -> None
     assert [x.event.loc[0] for x in events([after])] == [1, 2, 3, 8] and after.settled == {"k", "j"}
 
 
+def test_a_bundle_opened_on_a_path_that_imported_some_of_its_modules_makes_only_the_others() -> None:
+    """The caller skips an event whose module its path imported already (`done`): opening does not
+    make it, yet it still counts against the bundle's cut; an event outside those modules, and a
+    nested bundle, come as they did."""
+    a, b = (Exposed(_event(line), "lib.py", None, {}, bit, frozenset({"k"})) for line, bit in ((1, 0b001), (2, 0b010)))
+    low = wrapped([a, b], Wrap(Step("a.py", 1, "i"), 0, {}, None), 2)
+    mixed = wrapped([a, b, low, b], Wrap(Step("m.py", 1, "i"), 0b100, {}, None), 5)
+    assert [(type(x).__name__, x.fresh) for x in opened(mixed, 0b001)] == [("Exposed", 0b110), ("Bundle", 0b111), ("Exposed", 0b110)]
+    assert [(type(x).__name__, x.fresh) for x in opened(mixed, 0b1000)] == [("Exposed", 0b101), ("Exposed", 0b110), ("Bundle", 0b111), ("Exposed", 0b110)]
+    assert list(opened(mixed, 0b100)) == []  # a module on the way (its wrap's) was imported: nothing runs again
+    # the cut (the first 2 events) counts the skipped one: `b` after it is the second
+    cut = Bundle(mixed.inner, mixed.wraps, mixed.settled, mixed.fresh, 2)
+    assert [x.event.loc[0] for x in opened(cut, 0b001)] == [2]
+    assert [x.event.loc[0] for x in opened(cut)] == [1, 2]
+
+
 # ---------- in the analysis -----------------------------------------------------------------------
 
 def _chain_of_imports(depth: int) -> dict[str, str]:

@@ -415,7 +415,7 @@ class Analyzer:
             if type(inner) is Bundle and (carried is None or done & inner.fresh):
                 # a key that settled one of its events is in this state, or one sits in a module imported
                 # already: each is decided alone, as if it had been exposed alone
-                todo.append((((-1, e) for e in inner_entries(inner)), None if own else carried))
+                todo.append((((-1, e) for e in inner_entries(inner, done)), None if own else carried))
                 continue
             exposing = w.exposes and out.count + counted < CAP
             if carried is not None and exposing and not out.is_sparse(inner):
