@@ -275,8 +275,19 @@ def bench_flake8(src: Path, runs: int, row) -> dict:
         row("flake8 --select E,F,W,CUD, cold cudalint cache", cold, cmem)
         row("flake8 --select E,F,W,CUD, warm cudalint cache", warm, wmem)
     shutil.rmtree(corpus, ignore_errors=True)
-    out.update(base=base, cold=cold, warm=warm)
+    out.update(base=base, cold=cold, warm=warm, rounds={k: paired([(r[0][0], r[i][0]) for r in rounds]) for k, i in (("cold", 1), ("warm", 2))})
     return out
+
+
+def paired(times: list[tuple[float, float]]) -> tuple[float, float, float]:
+    """(median, lowest, highest) of each round's own ratio, CUD's time over the base's: the machine's
+    speed drifts between rounds by more than the cudalint part of flake8's run (2026-11-29: a 3.3 s
+    base one round, 4.8 s the next), which the ratio of the two medians keeps and a round's own ratio
+    mostly cancels."""
+    import statistics
+
+    ratios = sorted(b / a for a, b in times)
+    return statistics.median(ratios), ratios[0], ratios[-1]
 
 
 def main() -> None:
@@ -286,6 +297,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3, help="runs per timed row; the median is shown [default: 3]")
     ap.add_argument("--parse-runs", type=int, help="runs of the libcst row (slow on the big corpora) [default: --runs]")
     ap.add_argument("--no-peers", action="store_true", help="skip the flake8 rows")
+    ap.add_argument("--flake8-runs", type=int, help="rounds of the flake8 rows (base, cold, warm each) [default: --runs]")
     ap.add_argument("--torchfix", action="store_true", help="also time TorchFix once on the first corpus (installs it into benchmarks/.venv-torchfix)")
     ap.add_argument("--no-scale", action="store_true", help="skip the generated projects (50,000-line module, 10,000-file tree, 2,000 and 4,000 modules in import cycles)")
     ap.add_argument("--profile", action="store_true", help="print a cProfile of a serial cold run of the first corpus")
@@ -336,7 +348,7 @@ def main() -> None:
     flake8_rows = []
     if not opts.no_peers:
         chosen = [s for s in sources if s.name in FLAKE8_CORPORA] or sources[:1]
-        flake8_rows = [bench_flake8(src, runs, row) for src in chosen]
+        flake8_rows = [bench_flake8(src, max(1, opts.flake8_runs or runs), row) for src in chosen]
         tf = peer_bin("torchfix") if opts.torchfix else None
         if tf is not None:
             first = copy_corpus(sources[0], opts.limit)
@@ -359,6 +371,8 @@ def main() -> None:
         print(f"  generated {name:<11} per line {cost / base_cost:6.2f}x {base['name']}'s (target <= 2), {mem:.0f} MB (target < 400)")
     for r in flake8_rows:
         print(f"  flake8 +CUD on {r['name']:<12} cold {r['cold'] / r['base']:6.3f}x (target <= 1.25)   warm {r['warm'] / r['base']:6.3f}x (target <= 1.10)")
+        (cm, clo, chi), (wm, wlo, whi) = r["rounds"]["cold"], r["rounds"]["warm"]
+        print(f"  {'':<14}{'rounds':>13} cold {cm:6.3f}x ({clo:.2f}-{chi:.2f}){'':>17}warm {wm:6.3f}x ({wlo:.2f}-{whi:.2f})  (median of the rounds' own ratios, lowest-highest)")
 
     if opts.profile:
         import cProfile
