@@ -175,6 +175,33 @@ def test_a_bundle_whose_module_ran_already_on_the_path_is_opened_and_that_module
     assert found == [("b.py", 4, "CUD001")]
 
 
+def test_opening_a_bundle_makes_no_event_of_a_module_the_path_imported_already(tmp_path: Path, monkeypatch) -> None:
+    """The same shape: main.py opens b's bundle only to skip lib0's writes, so opening it makes none
+    of them (lightning made 26,966 such events and skipped them, half its analysis's time)."""
+    from cudalint.analysis import flow
+
+    made: list[Exposed] = []
+    real = flow.inner_entries
+
+    def counted(bundle: Bundle, *done: int):
+        for entry in real(bundle, *done):
+            if type(entry) is Exposed:
+                made.append(entry)
+            yield entry
+
+    monkeypatch.setattr(flow, "inner_entries", counted)
+    files = {
+        **_chain_of_imports(3),
+        "a.py": "import lib3\n",
+        "b.py": 'import os\nimport lib3\n\nos.environ["CUDA_VISIBLE_DEVICES"] = "1"\n',
+        "main.py": "import a\nimport torch\n\ntorch.cuda.init()\nimport b\n",
+    }
+    an = analyze(tmp_path, files)
+    assert sorted((Path(f.path).name, f.line, f.code) for f in an.findings.values()) == [("b.py", 4, "CUD001")]
+    # b's bundle holds only lib0's two writes, and main.py imported lib0 (through `a`) before it
+    assert made == []
+
+
 # ---------- one call: what it carries up, and how ---------------------------------------------------
 
 def _apply(summary_entries: tuple, state: dict):
