@@ -177,7 +177,7 @@ def test_a_bundle_whose_module_ran_already_on_the_path_is_opened_and_that_module
 
 def test_opening_a_bundle_makes_no_event_of_a_module_the_path_imported_already(tmp_path: Path, monkeypatch) -> None:
     """The same shape: main.py opens b's bundle only to skip lib0's writes, so opening it makes none
-    of them (lightning made 26,966 such events and skipped them, half its analysis's time)."""
+    of them (vllm's cold run made 15,713 such events and skipped them)."""
     from cudalint.analysis import flow
 
     made: list[Exposed] = []

@@ -114,8 +114,8 @@ def opened(bundle: Bundle, done: int = 0) -> Iterator[Entry]:
     """The entries `bundle` stands for, one level down: its Exposed made as each caller on the way
     would have exposed them, its bundles wrapped the same way (still closed). `done`: the modules the
     caller's path imported already (cudalint.analysis.facts.imported). An event in one of them does
-    not run again, and the caller skips it: it is not made (lightning: 27,000 of the 28,000 events
-    its bundles held, made and skipped, half the analysis's time)."""
+    not run again, and the caller skips it: it is not made (vllm's cold run: 15,713 of the 15,905
+    events its opened bundles held)."""
     wraps: list[Wrap] = []
     node = bundle.wraps
     while node is not None:
