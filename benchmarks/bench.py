@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -284,8 +285,6 @@ def paired(times: list[tuple[float, float]]) -> tuple[float, float, float]:
     speed drifts between rounds by more than the cudalint part of flake8's run (2026-11-29: a 3.3 s
     base one round, 4.8 s the next), which the ratio of the two medians keeps and a round's own ratio
     mostly cancels."""
-    import statistics
-
     ratios = sorted(b / a for a, b in times)
     return statistics.median(ratios), ratios[0], ratios[-1]
 

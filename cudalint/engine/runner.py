@@ -391,7 +391,7 @@ def standby(paths: Sequence[str], cache: Optional[Cache], jobs: Optional[int] = 
 
 
 def _take_standby(jobs: int) -> Optional[Any]:
-    if _STANDBY and _STANDBY[0][0] == jobs:
+    if _STANDBY and _STANDBY[-1][0] == jobs:  # (the one it pops)
         return _STANDBY.pop()[1]
     return None
 
